@@ -17,7 +17,7 @@ pub fn f64_quotient_trunc(a: u64, b: u64) -> u64 {
     let s = 55 + lb - la;
     let num = (ma as u128) << s;
     let q = num / mb as u128;
-    let sticky = num % mb as u128 != 0;
+    let sticky = !num.is_multiple_of(mb as u128);
     let drop = bit_len(q) - 53;
     let mut mant = q >> drop;
     let rest = q & ((1u128 << drop) - 1);

@@ -101,7 +101,10 @@ mod tests {
         assert_eq!(seconds_as_nanos(b"0.000000001"), Ok(1));
         assert_eq!(seconds_as_nanos(b"-2"), Ok(-2 * NANOS_PER_SEC));
         assert_eq!(seconds_as_nanos(b"0"), Ok(0));
-        assert_eq!(seconds_as_nanos(b"9223372036"), Ok(9_223_372_036 * NANOS_PER_SEC));
+        assert_eq!(
+            seconds_as_nanos(b"9223372036"),
+            Ok(9_223_372_036 * NANOS_PER_SEC)
+        );
         assert_eq!(seconds_as_nanos(b"9223372036.854775807"), Ok(i64::MAX));
         for bad in [
             &b""[..],
@@ -120,7 +123,11 @@ mod tests {
             b"inf",
             b"NaN",
         ] {
-            assert_eq!(seconds_as_nanos(bad), Err(ParseError::NotDuration), "{bad:?}");
+            assert_eq!(
+                seconds_as_nanos(bad),
+                Err(ParseError::NotDuration),
+                "{bad:?}"
+            );
         }
     }
 

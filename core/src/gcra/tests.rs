@@ -77,7 +77,10 @@ fn transcript_quantities() {
 
 #[test]
 fn rejects_what_cannot_be_computed() {
-    assert_eq!(Gcra::new(0, 2_000_000_000, S), Err(ParamError::ZeroEmissionInterval));
+    assert_eq!(
+        Gcra::new(0, 2_000_000_000, S),
+        Err(ParamError::ZeroEmissionInterval)
+    );
     assert_eq!(Gcra::new(i64::MAX, 1, S), Err(ParamError::Overflow));
     assert_eq!(Gcra::new(10, 1, i64::MAX), Err(ParamError::Overflow));
     let g = Gcra::new(1, 1, S).unwrap();

@@ -1,0 +1,50 @@
+//! Every error the module replies with, defined once with its exact text.
+
+use cell_core::parse::ParseError;
+use cell_core::ParamError;
+
+/// A reason a command was refused. Nothing is written when one is returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmdError {
+    /// Replied with the server's own wrong-arity error, which names the command.
+    WrongArity,
+    /// A fixed `-ERR ...` or `-WRONGTYPE ...` text.
+    Reply(&'static str),
+}
+
+pub const NOT_INTEGER: CmdError = CmdError::Reply("ERR value is not an integer or out of range");
+pub const WRONG_TYPE: CmdError =
+    CmdError::Reply("WRONGTYPE Operation against a key holding the wrong kind of value");
+pub const NEGATIVE_MAX_BURST: CmdError =
+    CmdError::Reply("ERR invalid max_burst: must be 0 or greater");
+pub const COUNT_NOT_POSITIVE: CmdError =
+    CmdError::Reply("ERR invalid count_per_period: must be 1 or greater");
+pub const PERIOD_NOT_POSITIVE: CmdError =
+    CmdError::Reply("ERR invalid period: must be greater than 0 seconds");
+pub const NEGATIVE_QUANTITY: CmdError =
+    CmdError::Reply("ERR invalid quantity: must be 0 or greater");
+pub const RATE_TOO_HIGH: CmdError = CmdError::Reply(
+    "ERR invalid count_per_period: more than one request per nanosecond over period",
+);
+pub const OVERFLOW: CmdError =
+    CmdError::Reply("ERR parameters out of range: their nanosecond arithmetic overflows 64 bits");
+pub const INVALID_TAT: CmdError = CmdError::Reply(
+    "ERR key holds a string that is not a valid CL.THROTTLE state (an integer TAT in nanoseconds)",
+);
+pub const INTERNAL: CmdError =
+    CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
+
+impl From<ParseError> for CmdError {
+    fn from(_: ParseError) -> Self {
+        NOT_INTEGER
+    }
+}
+
+impl From<ParamError> for CmdError {
+    fn from(e: ParamError) -> Self {
+        match e {
+            ParamError::ZeroEmissionInterval => RATE_TOO_HIGH,
+            ParamError::Overflow => OVERFLOW,
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! The one place that talks to keys: opening, type checks, reading and
+//! writing string state with an absolute expiry, replicating the effect.
+
+use crate::error::{self, CmdError};
+use redis_module::{raw, Context};
+use std::os::raw::{c_char, c_int};
+
+/// An open key, closed on drop.
+pub struct Key {
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    inner: *mut raw::RedisModuleKey,
+}
+
+impl Key {
+    /// Opens `name` for reading, or for reading and writing.
+    pub fn open(ctx: &Context, name: *mut raw::RedisModuleString, write: bool) -> Self {
+        let mode = if write {
+            raw::KeyMode::READ | raw::KeyMode::WRITE
+        } else {
+            raw::KeyMode::READ
+        };
+        let inner = raw::open_key(ctx.ctx, name, mode);
+        Self {
+            ctx: ctx.ctx,
+            name,
+            inner,
+        }
+    }
+
+    fn key_type(&self) -> raw::KeyType {
+        if self.inner.is_null() {
+            return raw::KeyType::Empty;
+        }
+        match api!(RedisModule_KeyType) {
+            // SAFETY: `inner` is a key opened by `open` and not yet closed.
+            Some(key_type) => unsafe { key_type(self.inner) }.into(),
+            None => raw::KeyType::Empty,
+        }
+    }
+
+    /// The bytes of a string key, `None` if the key does not exist, and
+    /// WRONGTYPE for any other type.
+    pub fn string(&self) -> Result<Option<&[u8]>, CmdError> {
+        match self.key_type() {
+            raw::KeyType::Empty => Ok(None),
+            raw::KeyType::String => {
+                let mut len: libc::size_t = 0;
+                let ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::READ);
+                if ptr.is_null() {
+                    return Err(error::WRONG_TYPE);
+                }
+                // SAFETY: Redis returns `len` readable bytes owned by the key,
+                // valid until the key is modified or closed; the borrow of
+                // `self` prevents both while the slice lives.
+                Ok(Some(unsafe {
+                    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                }))
+            }
+            _ => Err(error::WRONG_TYPE),
+        }
+    }
+
+    /// A string key holding a signed 64-bit integer; `invalid` when the
+    /// string is anything else.
+    pub fn integer(&self, invalid: CmdError) -> Result<Option<i64>, CmdError> {
+        match self.string()? {
+            None => Ok(None),
+            Some(bytes) => cell_core::parse::integer(bytes)
+                .map(Some)
+                .map_err(|_| invalid),
+        }
+    }
+
+    /// Stores `value` as a string expiring at `expire_at_ms` (Unix ms),
+    /// fires the keyspace event a `SET` would, and replicates the write as
+    /// `SET key value PXAT expire_at_ms` so that replicas and the AOF hold
+    /// the same value and the same absolute expiry as this server.
+    pub fn set_integer_expiring_at(&self, value: i64, expire_at_ms: i64) -> Result<(), CmdError> {
+        let mut buf = itoa_buf();
+        let text = format_i64(value, &mut buf);
+        let set = api!(RedisModule_StringSet).ok_or(error::INTERNAL)?;
+        let create = api!(RedisModule_CreateString).ok_or(error::INTERNAL)?;
+        let free = api!(RedisModule_FreeString).ok_or(error::INTERNAL)?;
+        // SAFETY: the buffer is valid for `len` bytes; the created string is
+        // freed right after Redis copied it into the key.
+        unsafe {
+            let s = create(self.ctx, text.as_ptr().cast::<c_char>(), text.len());
+            let status = set(self.inner, s);
+            free(self.ctx, s);
+            if status != raw::Status::Ok as c_int {
+                return Err(error::INTERNAL);
+            }
+        }
+        self.set_abs_expire(expire_at_ms)?;
+        self.notify(raw::NotifyEvent::STRING, c"set");
+        if let Some(replicate) = api!(RedisModule_Replicate) {
+            // SAFETY: the format "sbcl" matches the arguments: a module
+            // string, a buffer with its length, a C string and a long long.
+            unsafe {
+                replicate(
+                    self.ctx,
+                    c"SET".as_ptr(),
+                    c"sbcl".as_ptr(),
+                    self.name,
+                    text.as_ptr().cast::<c_char>(),
+                    text.len(),
+                    c"PXAT".as_ptr(),
+                    expire_at_ms as libc::c_longlong,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn set_abs_expire(&self, expire_at_ms: i64) -> Result<(), CmdError> {
+        let status = if let Some(set_abs) = api!(RedisModule_SetAbsExpire) {
+            // SAFETY: the key is open for writing and holds a value.
+            unsafe { set_abs(self.inner, expire_at_ms) }
+        } else {
+            // Servers before 6.2.2 only take a relative expiry.
+            let now_ms = api!(RedisModule_Milliseconds)
+                // SAFETY: a plain clock read with no arguments.
+                .map(|ms| unsafe { ms() })
+                .unwrap_or(0);
+            raw::set_expire(self.inner, expire_at_ms.saturating_sub(now_ms).max(0)) as c_int
+        };
+        if status == raw::Status::Ok as c_int {
+            Ok(())
+        } else {
+            Err(error::INTERNAL)
+        }
+    }
+
+    /// Fires a keyspace notification for this key, as a built-in command
+    /// writing it would.
+    pub fn notify(&self, class: raw::NotifyEvent, event: &'static std::ffi::CStr) {
+        if let Some(notify) = api!(RedisModule_NotifyKeyspaceEvent) {
+            // SAFETY: the context and the key name (a command argument) are
+            // valid during the command; Redis copies what it keeps.
+            unsafe { notify(self.ctx, class.bits(), event.as_ptr(), self.name) };
+        }
+    }
+}
+
+impl Drop for Key {
+    fn drop(&mut self) {
+        if !self.inner.is_null() {
+            raw::close_key(self.inner);
+        }
+    }
+}
+
+/// Room for the longest i64 in decimal.
+fn itoa_buf() -> [u8; 20] {
+    [0; 20]
+}
+
+/// Formats `v` in decimal into `buf` without allocating.
+fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut n = v.unsigned_abs();
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    &buf[i..]
+}

@@ -1,0 +1,165 @@
+//! Every error case, word for word, each followed by a PING: no input may
+//! bring the server down or write anything.
+
+mod support;
+use support::*;
+
+const ARITY: &str = "ERR wrong number of arguments for 'cl.throttle' command";
+const NOT_INT: &str = "ERR value is not an integer or out of range";
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+#[test]
+fn argument_errors_have_exact_texts_and_write_nothing() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let cases: &[(&str, &str)] = &[
+        ("CL.THROTTLE", ARITY),
+        ("CL.THROTTLE k", ARITY),
+        ("CL.THROTTLE k 1 2", ARITY),
+        ("CL.THROTTLE k 1 2 3 4 5", ARITY),
+        ("CL.THROTTLE k x 1 1", NOT_INT),
+        ("CL.THROTTLE k 1 x 1", NOT_INT),
+        ("CL.THROTTLE k 1 1 x", NOT_INT),
+        ("CL.THROTTLE k 1 1 1 x", NOT_INT),
+        ("CL.THROTTLE k 1.5 1 1", NOT_INT),
+        ("CL.THROTTLE k 1 1 1 1.5", NOT_INT),
+        ("CL.THROTTLE k 1 1 1.0000000001", NOT_INT),
+        ("CL.THROTTLE k 99999999999999999999 1 1", NOT_INT),
+        ("CL.THROTTLE k 1 1 99999999999999999999", NOT_INT),
+        (
+            "CL.THROTTLE k -1 1 1",
+            "ERR invalid max_burst: must be 0 or greater",
+        ),
+        (
+            "CL.THROTTLE k 1 0 1",
+            "ERR invalid count_per_period: must be 1 or greater",
+        ),
+        (
+            "CL.THROTTLE k 1 -5 1",
+            "ERR invalid count_per_period: must be 1 or greater",
+        ),
+        (
+            "CL.THROTTLE k 1 1 0",
+            "ERR invalid period: must be greater than 0 seconds",
+        ),
+        (
+            "CL.THROTTLE k 1 1 -3",
+            "ERR invalid period: must be greater than 0 seconds",
+        ),
+        (
+            "CL.THROTTLE k 1 1 1 -1",
+            "ERR invalid quantity: must be 0 or greater",
+        ),
+        (
+            "CL.THROTTLE k 1 2000000000 1",
+            "ERR invalid count_per_period: more than one request per nanosecond over period",
+        ),
+        (
+            "CL.THROTTLE k 9223372036854775807 1 1",
+            "ERR parameters out of range: their nanosecond arithmetic overflows 64 bits",
+        ),
+        (
+            "CL.THROTTLE k 10000000000 1 1000",
+            "ERR parameters out of range: their nanosecond arithmetic overflows 64 bits",
+        ),
+        (
+            "CL.THROTTLE k 1 1 1 9223372036854775807",
+            "ERR parameters out of range: their nanosecond arithmetic overflows 64 bits",
+        ),
+        (
+            "CL.PEEK k 1 1",
+            "ERR wrong number of arguments for 'cl.peek' command",
+        ),
+        (
+            "CL.PEEK k 1 1 1 1",
+            "ERR wrong number of arguments for 'cl.peek' command",
+        ),
+        (
+            "CL.PEEK k -1 1 1",
+            "ERR invalid max_burst: must be 0 or greater",
+        ),
+    ];
+    for (line, want) in cases {
+        assert_eq!(&err(c, line), want, "{line}");
+        ping(c);
+    }
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    assert!(keys.is_empty(), "errors wrote {keys:?}");
+}
+
+#[test]
+fn hostile_bytes_are_errors_not_crashes() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let hostile: &[&[&[u8]]] = &[
+        &[b"CL.THROTTLE", b"k", b"", b"1", b"1"],
+        &[b"CL.THROTTLE", b"k", b"1", b"", b"1"],
+        &[b"CL.THROTTLE", b"k", b"1", b"1", b""],
+        &[b"CL.THROTTLE", b"k", b"1", b"1", b"1", b""],
+        &[b"CL.THROTTLE", b"k", b"\xff\xfe", b"1", b"1"],
+        &[b"CL.THROTTLE", b"k", b"1", b"1", b"\xc3\x28"],
+        &[b"CL.THROTTLE", b"k", b"1\x00", b"1", b"1"],
+        &[b"CL.THROTTLE", b"k", b"-9223372036854775808", b"1", b"1"],
+        &[b"CL.THROTTLE", b"k", b"1", b"-9223372036854775808", b"1"],
+        &[
+            b"CL.THROTTLE",
+            b"k",
+            b"1",
+            b"1",
+            b"1",
+            b"-9223372036854775808",
+        ],
+        &[b"CL.THROTTLE", b"k", b"1", b"1", b"9223372036.854775808"],
+        &[b"CL.THROTTLE", b"k", b"1", b"1", b"1e9"],
+        &[b"CL.THROTTLE", b"k", b"1", b"1", b"nan"],
+    ];
+    for words in hostile {
+        let e = run(c, words).expect_err("hostile input must be refused");
+        assert!(e.starts_with("ERR "), "{e}");
+        ping(c);
+    }
+    // Binary and empty key names are fine keys.
+    for key in [&b""[..], b"\xff\x00\xfe", b"\r\n"] {
+        let r = run(c, &[b"CL.THROTTLE", key, b"1", b"1", b"1"]).unwrap();
+        assert_eq!(r, Value::Array([0, 2, 1, -1, 1].map(Value::Int).to_vec()));
+        ping(c);
+    }
+}
+
+#[test]
+fn keys_of_other_types_and_junk_strings() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "LPUSH list a").unwrap();
+    cmd(c, "HSET hash f v").unwrap();
+    cmd(c, "SADD set m").unwrap();
+    cmd(c, "ZADD zset 1 m").unwrap();
+    cmd(c, "XADD stream * f v").unwrap();
+    for key in ["list", "hash", "set", "zset", "stream"] {
+        assert_eq!(err(c, &format!("CL.THROTTLE {key} 1 1 1")), WRONGTYPE);
+        ping(c);
+        assert_eq!(err(c, &format!("CL.PEEK {key} 1 1 1")), WRONGTYPE);
+        ping(c);
+    }
+    let invalid =
+        "ERR key holds a string that is not a valid CL.THROTTLE state (an integer TAT in nanoseconds)";
+    for junk in [
+        &b"junk"[..],
+        b"",
+        b"12.5",
+        b"99999999999999999999",
+        b"\xff\xfe",
+        b" 1",
+    ] {
+        redis::cmd("SET")
+            .arg("junk")
+            .arg(junk)
+            .query::<()>(c)
+            .unwrap();
+        assert_eq!(err(c, "CL.THROTTLE junk 1 1 1"), invalid);
+        assert_eq!(err(c, "CL.PEEK junk 1 1 1"), invalid);
+        ping(c);
+        let after: Vec<u8> = redis::cmd("GET").arg("junk").query(c).unwrap();
+        assert_eq!(after, junk, "an error must not touch the key");
+    }
+}

@@ -1,0 +1,305 @@
+//! Black-box test harness: real servers with the module loaded, on free
+//! loopback ports, with a clock the test controls.
+//!
+//! Nothing here skips: a missing server binary, a missing module or a module
+//! that fails to load makes the test fail with the reason.
+
+#![allow(dead_code)]
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub use redis::Value;
+
+/// 2023-11-14T22:13:20Z, the instant of the reference transcripts.
+pub const T0: i64 = 1_700_000_000_000_000_000;
+pub const SEC: i64 = 1_000_000_000;
+pub const MS: i64 = 1_000_000;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The module under test: `$REDIS_CELL_MODULE`, or the release build.
+pub fn module_path() -> PathBuf {
+    let path = std::env::var_os("REDIS_CELL_MODULE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target/release/libredis_cell.so"));
+    assert!(
+        path.is_file(),
+        "module not found at {}: run `cargo build --release` first",
+        path.display()
+    );
+    path
+}
+
+/// The server binary: `$REDIS_SERVER`, or `redis-server` from the PATH.
+pub fn server_binary() -> String {
+    std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
+}
+
+/// Builds the clock shim once per test binary (atomically, since test
+/// binaries may run in parallel).
+fn shim_path() -> PathBuf {
+    static SHIM: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    SHIM.get_or_init(|| {
+        let dir = root().join("target/faketime");
+        fs::create_dir_all(&dir).expect("create target/faketime");
+        let out = dir.join("libcell_faketime.so");
+        let tmp = dir.join(format!("build-{}.so", std::process::id()));
+        let status = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(&tmp)
+            .arg(root().join("tests/support/faketime.c"))
+            .status()
+            .expect("a C compiler (cc) is needed to build the test clock");
+        assert!(status.success(), "building the test clock failed");
+        fs::rename(&tmp, &out).expect("install the test clock");
+        out
+    })
+    .clone()
+}
+
+fn free_port() -> u16 {
+    // Ports handed out by the kernel, offset by a per-process counter so
+    // that servers started back to back in one test never collide.
+    static BUMP: AtomicU32 = AtomicU32::new(0);
+    BUMP.fetch_add(1, Ordering::Relaxed);
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// One server process, killed when dropped.
+pub struct Server {
+    pub port: u16,
+    pub dir: PathBuf,
+    child: Child,
+    clock: PathBuf,
+}
+
+/// How to start a server.
+#[derive(Clone, Default)]
+pub struct Options {
+    /// Extra `--name value` configuration.
+    pub config: Vec<(String, String)>,
+    /// Reuse this data directory (for restarts); a fresh one otherwise.
+    pub dir: Option<PathBuf>,
+    /// Start with the real clock instead of the controlled one.
+    pub real_clock: bool,
+}
+
+impl Server {
+    /// A server with the module and the clock frozen at [`T0`].
+    pub fn start() -> Self {
+        Self::with(Options::default())
+    }
+
+    pub fn with(opts: Options) -> Self {
+        let module = module_path();
+        let dir = opts.dir.clone().unwrap_or_else(fresh_dir);
+        fs::create_dir_all(&dir).expect("create server dir");
+        let clock = dir.join("clock");
+        if !clock.exists() {
+            fs::write(&clock, T0.to_string()).expect("write clock");
+        }
+        if opts.real_clock {
+            fs::write(&clock, "").expect("clear clock");
+        }
+        let port = free_port();
+        let mut cmd = Command::new(server_binary());
+        cmd.arg("--port")
+            .arg(port.to_string())
+            .arg("--bind")
+            .arg("127.0.0.1")
+            .arg("--dir")
+            .arg(&dir)
+            .arg("--loadmodule")
+            .arg(&module)
+            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            // Replication timers run on the wall clock, which tests freeze.
+            .args(["--repl-diskless-sync-delay", "0"])
+            .arg("--logfile")
+            .arg(dir.join("server.log"))
+            .env("LD_PRELOAD", shim_path())
+            .env("CELL_FAKETIME_FILE", &clock)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        for (k, v) in &opts.config {
+            cmd.arg(format!("--{k}")).arg(v);
+        }
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", server_binary()));
+        let mut server = Server {
+            port,
+            dir,
+            child,
+            clock,
+        };
+        server.wait_ready();
+        server
+    }
+
+    /// Waits (bounded) until the server answers PING; fails with its log if
+    /// it exited, which is what a module that fails to load does.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "server exited ({status}) before answering; log:\n{}",
+                    self.log()
+                );
+            }
+            if let Ok(mut c) = self.try_connect() {
+                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                    let modules: Value = redis::cmd("MODULE").arg("LIST").query(&mut c).unwrap();
+                    assert!(
+                        format!("{modules:?}").contains("redis-cell"),
+                        "module not loaded: {modules:?}"
+                    );
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not start; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn try_connect(&self) -> redis::RedisResult<redis::Connection> {
+        let client = redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?;
+        let c = client.get_connection_with_timeout(Duration::from_secs(2))?;
+        c.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(c)
+    }
+
+    pub fn conn(&self) -> redis::Connection {
+        self.try_connect().expect("connect to test server")
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+    }
+
+    /// Sets the server's wall clock (nanoseconds since the epoch).
+    pub fn set_time(&self, nanos: i64) {
+        set_clock_file(&self.clock, nanos);
+    }
+
+    /// Stops the server (killing it) and returns its data directory for a
+    /// restart.
+    pub fn stop(mut self) -> PathBuf {
+        self.kill();
+        self.dir.clone()
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn set_clock_file(path: &Path, nanos: i64) {
+    let tmp = path.with_extension("tmp");
+    fs::write(&tmp, nanos.to_string()).expect("write clock");
+    fs::rename(&tmp, path).expect("install clock");
+}
+
+fn fresh_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "redis-cell-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Sends one command given as words; returns the reply or the error text.
+pub fn run(c: &mut redis::Connection, words: &[&[u8]]) -> Result<Value, String> {
+    let mut cmd = redis::cmd(std::str::from_utf8(words[0]).unwrap());
+    for w in &words[1..] {
+        cmd.arg(*w);
+    }
+    cmd.query::<Value>(c).map_err(error_text)
+}
+
+/// The full error line as the server sent it (`ERR ...`, `WRONGTYPE ...`).
+pub fn error_text(e: redis::RedisError) -> String {
+    match (e.code(), e.detail()) {
+        (Some(code), Some(detail)) => format!("{code} {detail}"),
+        (Some(code), None) => code.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// Sends a command written as one line of space-separated words.
+pub fn cmd(c: &mut redis::Connection, line: &str) -> Result<Value, String> {
+    let words: Vec<&[u8]> = line.split_whitespace().map(str::as_bytes).collect();
+    run(c, &words)
+}
+
+/// A command whose reply must be the five integers.
+pub fn five(c: &mut redis::Connection, line: &str) -> [i64; 5] {
+    match cmd(c, line) {
+        Ok(Value::Array(items)) if items.len() == 5 => {
+            let mut out = [0; 5];
+            for (o, v) in out.iter_mut().zip(items) {
+                match v {
+                    Value::Int(i) => *o = i,
+                    other => panic!("{line}: non-integer element {other:?}"),
+                }
+            }
+            out
+        }
+        other => panic!("{line}: expected five integers, got {other:?}"),
+    }
+}
+
+/// A command that must fail; returns the error line.
+pub fn err(c: &mut redis::Connection, line: &str) -> String {
+    match cmd(c, line) {
+        Err(e) => e,
+        Ok(v) => panic!("{line}: expected an error, got {v:?}"),
+    }
+}
+
+pub fn get(c: &mut redis::Connection, key: &str) -> Option<String> {
+    redis::cmd("GET").arg(key).query(c).unwrap()
+}
+
+pub fn pttl(c: &mut redis::Connection, key: &str) -> i64 {
+    redis::cmd("PTTL").arg(key).query(c).unwrap()
+}
+
+pub fn ping(c: &mut redis::Connection) {
+    let pong: String = redis::cmd("PING").query(c).expect("server still answers");
+    assert_eq!(pong, "PONG");
+}
+
+/// Waits (bounded) until `f` holds.
+pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
