@@ -1,1 +1,250 @@
+//! Fixed window counter: at most `limit` per window, the window starting at
+//! the first allowed request on an absent key (the INCR + EXPIRE pattern)
+//! or, aligned, at multiples of `window` since the epoch.
+//!
+//! The state is what an INCR + EXPIRE counter holds: an integer count and
+//! the key's expiry, which is the end of its window.
 
+use crate::reply::Verdict;
+use crate::{ParamError, NANOS_PER_MILLI};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedWindow {
+    limit: i64,
+    window: i64,
+    align: bool,
+}
+
+/// A counter as found in its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counter {
+    pub count: i64,
+    /// Absolute expiry in Unix milliseconds; `None` for a key without TTL.
+    pub expire_at_ms: Option<i64>,
+}
+
+/// What to write back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing changes.
+    None,
+    /// Store `count`, expiring at the end of its window.
+    Store { count: i64, expire_at_ms: i64 },
+    /// Only give a counter that had no TTL the end of its window, so that it
+    /// cannot block its user forever.
+    Expire { expire_at_ms: i64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    pub effect: Effect,
+    pub verdict: Verdict,
+}
+
+impl FixedWindow {
+    /// `limit >= 0`, `window >= 1` ns.
+    pub fn new(limit: i64, window: i64, align: bool) -> Result<Self, ParamError> {
+        if limit < 0 || window < 1 {
+            return Err(ParamError::Overflow);
+        }
+        Ok(Self {
+            limit,
+            window,
+            align,
+        })
+    }
+
+    /// The end (Unix ms, rounded up so a window never ends early) of a
+    /// window that would start now.
+    fn new_window_end_ms(&self, now: i64) -> i64 {
+        let w = i128::from(self.window);
+        let end = if self.align {
+            (i128::from(now).div_euclid(w) + 1) * w
+        } else {
+            i128::from(now) + w
+        };
+        let ms = i128::from(NANOS_PER_MILLI);
+        saturate((end + ms - 1).div_euclid(ms))
+    }
+
+    pub fn decide(&self, found: Option<Counter>, now: i64, quantity: i64) -> Outcome {
+        let ms = i128::from(NANOS_PER_MILLI);
+        // A key is expired from the first instant of its expiry millisecond,
+        // so that a window ends exactly at its boundary.
+        let found = found.filter(|c| {
+            c.expire_at_ms
+                .is_none_or(|e| i128::from(now) < i128::from(e) * ms)
+        });
+        let end_ms = match found {
+            Some(Counter {
+                expire_at_ms: Some(e),
+                ..
+            }) => e,
+            _ => self.new_window_end_ms(now),
+        };
+        let until_end = saturate(i128::from(end_ms) * ms - i128::from(now)).max(0);
+        let count = found.map_or(0, |c| c.count);
+        let fits = self.limit > 0 && (0..=self.limit).contains(&quantity);
+        let new_count = i128::from(count) + i128::from(quantity);
+
+        let (limited, retry_after, count_after, mut effect) = if !fits {
+            (true, None, count, Effect::None)
+        } else if new_count <= i128::from(self.limit) {
+            let count_after = new_count as i64;
+            let effect = if quantity > 0 {
+                Effect::Store {
+                    count: count_after,
+                    expire_at_ms: end_ms,
+                }
+            } else {
+                Effect::None
+            };
+            (false, None, count_after, effect)
+        } else {
+            (true, Some(until_end), count, Effect::None)
+        };
+        if effect == Effect::None && matches!(found, Some(c) if c.expire_at_ms.is_none()) {
+            effect = Effect::Expire {
+                expire_at_ms: end_ms,
+            };
+        }
+        let verdict = Verdict {
+            limited,
+            limit: self.limit,
+            remaining: (i128::from(self.limit) - i128::from(count_after))
+                .clamp(0, i128::from(self.limit)) as i64,
+            retry_after,
+            reset_after: if count_after > 0 { until_end } else { 0 },
+        };
+        Outcome { effect, verdict }
+    }
+}
+
+fn saturate(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NANOS_PER_SEC;
+    use proptest::prelude::*;
+
+    const S: i64 = NANOS_PER_SEC;
+    const T0: i64 = 1_700_000_040 * S; // a multiple of 60 s
+
+    fn call(fw: &FixedWindow, st: &mut Option<Counter>, now: i64, q: i64) -> [i64; 5] {
+        let out = fw.decide(*st, now, q);
+        match out.effect {
+            Effect::Store {
+                count,
+                expire_at_ms,
+            } => {
+                *st = Some(Counter {
+                    count,
+                    expire_at_ms: Some(expire_at_ms),
+                })
+            }
+            Effect::Expire { expire_at_ms } => {
+                if let Some(c) = st.as_mut() {
+                    c.expire_at_ms = Some(expire_at_ms);
+                }
+            }
+            Effect::None => {}
+        }
+        out.verdict.to_reply()
+    }
+
+    #[test]
+    fn window_starts_at_the_first_request() {
+        let fw = FixedWindow::new(3, 60 * S, false).unwrap();
+        let mut st = None;
+        assert_eq!(call(&fw, &mut st, T0 + 10 * S, 1), [0, 3, 2, -1, 60]);
+        assert_eq!(call(&fw, &mut st, T0 + 20 * S, 2), [0, 3, 0, -1, 50]);
+        assert_eq!(call(&fw, &mut st, T0 + 30 * S, 1), [1, 3, 0, 40, 40]);
+        assert_eq!(call(&fw, &mut st, T0 + 30 * S, 4), [1, 3, 0, -1, 40]);
+        assert_eq!(call(&fw, &mut st, T0 + 70 * S - 1, 1)[0], 1);
+        assert_eq!(call(&fw, &mut st, T0 + 70 * S, 1), [0, 3, 2, -1, 60]);
+    }
+
+    #[test]
+    fn aligned_windows_share_boundaries() {
+        let fw = FixedWindow::new(2, 60 * S, true).unwrap();
+        let mut st = None;
+        assert_eq!(call(&fw, &mut st, T0 + 45 * S, 1), [0, 2, 1, -1, 15]);
+        assert_eq!(call(&fw, &mut st, T0 + 50 * S, 1), [0, 2, 0, -1, 10]);
+        assert_eq!(call(&fw, &mut st, T0 + 59 * S, 1), [1, 2, 0, 1, 1]);
+        assert_eq!(call(&fw, &mut st, T0 + 60 * S, 1), [0, 2, 1, -1, 60]);
+    }
+
+    #[test]
+    fn peeks_limit_zero_and_counters_without_ttl() {
+        let fw = FixedWindow::new(5, 10 * S, false).unwrap();
+        assert_eq!(fw.decide(None, T0, 0).effect, Effect::None);
+        assert_eq!(fw.decide(None, T0, 0).verdict.to_reply(), [0, 5, 5, -1, 0]);
+        let zero = FixedWindow::new(0, 10 * S, false).unwrap();
+        assert_eq!(
+            zero.decide(None, T0, 1).verdict.to_reply(),
+            [1, 0, 0, -1, 0]
+        );
+        assert_eq!(
+            zero.decide(None, T0, 0).verdict.to_reply(),
+            [1, 0, 0, -1, 0]
+        );
+        let stuck = Some(Counter {
+            count: 7,
+            expire_at_ms: None,
+        });
+        let out = fw.decide(stuck, T0, 1);
+        assert_eq!(out.verdict.to_reply(), [1, 5, 0, 10, 10]);
+        assert_eq!(
+            out.effect,
+            Effect::Expire {
+                expire_at_ms: T0 / NANOS_PER_MILLI + 10_000
+            }
+        );
+    }
+
+    proptest! {
+        /// Never more than `limit` in one window; refused requests change
+        /// nothing; retrying at `retry_after` fits.
+        #[test]
+        fn holds_per_window(
+            limit in 0i64..10,
+            window_ms in 1i64..5_000,
+            align in any::<bool>(),
+            calls in prop::collection::vec((0i64..900_000_000, 0i64..4), 1..100),
+        ) {
+            let fw = FixedWindow::new(limit, window_ms * NANOS_PER_MILLI, align).unwrap();
+            let mut st = None;
+            let mut now = T0;
+            for (dt, q) in calls {
+                now += dt;
+                let before = st;
+                let out = fw.decide(st, now, q);
+                let v = out.verdict;
+                prop_assert!((0..=limit).contains(&v.remaining));
+                call(&fw, &mut st, now, q);
+                if v.limited {
+                    prop_assert_eq!(st, before);
+                    if let Some(r) = v.retry_after {
+                        let later = fw.decide(st, now + r, q);
+                        prop_assert!(!later.verdict.limited);
+                    }
+                }
+                if let Some(c) = st {
+                    prop_assert!(c.count <= limit);
+                }
+            }
+        }
+
+        #[test]
+        fn never_panics(limit in any::<i64>(), window in any::<i64>(), align in any::<bool>(),
+                        count in any::<i64>(), exp in any::<Option<i64>>(), now in any::<i64>(), q in any::<i64>()) {
+            if let Ok(fw) = FixedWindow::new(limit, window, align) {
+                let _ = fw.decide(Some(Counter { count, expire_at_ms: exp }), now, q).verdict.to_reply();
+                let _ = fw.decide(None, now, q).verdict.to_reply();
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+use super::*;
+use crate::NANOS_PER_SEC;
+use proptest::prelude::*;
+
+const T0: i64 = 1_700_000_000 * NANOS_PER_SEC;
+const S: i64 = NANOS_PER_SEC;
+
+/// One call as the module makes it: decide, then record when allowed.
+fn call(sw: &SlidingWindow, log: &mut Log, now: i64, q: i64) -> [i64; 5] {
+    let (decision, verdict) = sw.decide(log, now, q);
+    if let Decision::Allowed {
+        record_at: Some(at),
+    } = decision
+    {
+        sw.record(log, at, q).unwrap();
+    }
+    verdict.to_reply()
+}
+
+#[test]
+fn entries_leave_the_window_exactly_at_t_plus_window() {
+    let sw = SlidingWindow::new(2, 10 * S).unwrap();
+    let mut log = Log::new();
+    assert_eq!(call(&sw, &mut log, T0, 1), [0, 2, 1, -1, 10]);
+    assert_eq!(call(&sw, &mut log, T0 + 4 * S, 1), [0, 2, 0, -1, 10]);
+    assert_eq!(call(&sw, &mut log, T0 + 5 * S, 1), [1, 2, 0, 5, 9]);
+    // 1 ns left: under a millisecond, so reported as 0 s.
+    assert_eq!(call(&sw, &mut log, T0 + 10 * S - 1, 1), [1, 2, 0, 0, 4]);
+    assert_eq!(call(&sw, &mut log, T0 + 10 * S, 1), [0, 2, 0, -1, 10]);
+    assert_eq!(log.len(), 2, "the first entry was dropped");
+}
+
+#[test]
+fn weighted_requests_are_one_entry_and_retry_waits_for_enough_to_leave() {
+    let sw = SlidingWindow::new(10, 60 * S).unwrap();
+    let mut log = Log::new();
+    assert_eq!(call(&sw, &mut log, T0, 4), [0, 10, 6, -1, 60]);
+    assert_eq!(call(&sw, &mut log, T0 + 10 * S, 3), [0, 10, 3, -1, 60]);
+    assert_eq!(call(&sw, &mut log, T0 + 20 * S, 3), [0, 10, 0, -1, 60]);
+    assert_eq!(log.len(), 3);
+    // 5 more need the first two entries (4 + 3) gone: at T0 + 70 s.
+    assert_eq!(call(&sw, &mut log, T0 + 30 * S, 5), [1, 10, 0, 40, 50]);
+    assert_eq!(call(&sw, &mut log, T0 + 30 * S, 11), [1, 10, 0, -1, 50]);
+    assert_eq!(call(&sw, &mut log, T0 + 30 * S, 0), [0, 10, 0, -1, 50]);
+    assert_eq!(call(&sw, &mut log, T0 + 70 * S, 5), [0, 10, 2, -1, 60]);
+}
+
+#[test]
+fn limit_zero_refuses_everything() {
+    let sw = SlidingWindow::new(0, S).unwrap();
+    let mut log = Log::new();
+    assert_eq!(call(&sw, &mut log, T0, 1), [1, 0, 0, -1, 0]);
+    assert_eq!(call(&sw, &mut log, T0, 0), [1, 0, 0, -1, 0]);
+    assert!(log.is_empty());
+}
+
+#[test]
+fn peek_on_an_empty_key() {
+    let sw = SlidingWindow::new(5, S).unwrap();
+    assert_eq!(call(&sw, &mut Log::new(), T0, 0), [0, 5, 5, -1, 0]);
+}
+
+#[test]
+fn encoding_round_trips_and_is_canonical() {
+    let sw = SlidingWindow::new(1000, 10 * S).unwrap();
+    let mut log = Log::new();
+    for i in 0..500 {
+        call(&sw, &mut log, T0 + i * 37 * 1_000_000, 1 + i % 3);
+    }
+    let bytes = log.encode();
+    let back = Log::decode(&bytes).unwrap();
+    assert_eq!(
+        back.iter().collect::<Vec<_>>(),
+        log.iter().collect::<Vec<_>>()
+    );
+    assert_eq!(back.encode(), bytes);
+    assert_eq!(Log::decode(&Log::new().encode()).unwrap(), Log::new());
+}
+
+#[test]
+fn decode_rejects_inconsistent_data() {
+    let sw = SlidingWindow::new(100, 10 * S).unwrap();
+    let mut log = Log::new();
+    for i in 0..10 {
+        call(&sw, &mut log, T0 + i * S, 2);
+    }
+    let good = log.encode();
+    assert!(Log::decode(&good).is_ok());
+    assert_eq!(Log::decode(&[]), Err(LogError::Malformed));
+    assert_eq!(
+        Log::decode(&good[..good.len() - 1]),
+        Err(LogError::Malformed)
+    );
+    let mut extra = good.clone();
+    extra.push(0);
+    assert_eq!(Log::decode(&extra), Err(LogError::Malformed));
+    let mut version = good.clone();
+    version[0] = 9;
+    assert_eq!(Log::decode(&version), Err(LogError::Malformed));
+}
+
+/// Bytes per recorded request with requests spread evenly over the window.
+fn bytes_per_request(limit: i64) -> f64 {
+    let window = 60 * S;
+    let sw = SlidingWindow::new(limit, window).unwrap();
+    let mut log = Log::new();
+    let step = window / limit;
+    // Two full windows, so that the log is in its steady state.
+    for i in 0..2 * limit {
+        call(&sw, &mut log, T0 + i * step, 1);
+    }
+    assert_eq!(log.total(), limit);
+    (log.heap_bytes() + std::mem::size_of::<Log>()) as f64 / limit as f64
+}
+
+#[test]
+fn at_most_8_bytes_per_recorded_request() {
+    for limit in [1_000, 100_000] {
+        let b = bytes_per_request(limit);
+        assert!(b <= 8.0, "limit {limit}: {b:.2} bytes per request");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// In every window-long interval the admitted quantity is at most the
+    /// limit; a refused request retried at `retry_after` fits and not a
+    /// nanosecond earlier; refused requests and peeks change nothing.
+    #[test]
+    fn exact_and_refusals_change_nothing(
+        limit in 0i64..12,
+        window_ms in 1i64..5_000,
+        calls in prop::collection::vec((0i64..1_500_000_000, 0i64..5), 1..120),
+    ) {
+        let window = window_ms * crate::NANOS_PER_MILLI;
+        let sw = SlidingWindow::new(limit, window).unwrap();
+        let mut log = Log::new();
+        let mut now = T0;
+        let mut admitted: Vec<(i64, i64)> = Vec::new();
+        for (dt, q) in calls {
+            now += dt;
+            let before = log.clone();
+            let (decision, verdict) = sw.decide(&log, now, q);
+            prop_assert!((0..=limit).contains(&verdict.remaining));
+            match decision {
+                Decision::Allowed { record_at: Some(at) } => {
+                    sw.record(&mut log, at, q).unwrap();
+                    admitted.push((at, q));
+                }
+                Decision::Allowed { record_at: None } => prop_assert_eq!(q, 0),
+                Decision::Limited { retry_after } => {
+                    let (later, _) = sw.decide(&log, now + retry_after, q);
+                    let fits = matches!(later, Decision::Allowed { .. });
+                    prop_assert!(fits);
+                    let (earlier, _) = sw.decide(&log, now + retry_after - 1, q);
+                    let fits_early = matches!(earlier, Decision::Allowed { .. });
+                    prop_assert!(!fits_early);
+                }
+                Decision::NeverFits => prop_assert!(limit == 0 || q > limit),
+            }
+            if !matches!(decision, Decision::Allowed { record_at: Some(_) }) {
+                prop_assert_eq!(&log, &before);
+            }
+        }
+        for &(t, _) in &admitted {
+            let in_window: i64 = admitted
+                .iter()
+                .filter(|&&(u, _)| u > t - window && u <= t)
+                .map(|&(_, q)| q)
+                .sum();
+            prop_assert!(in_window <= limit, "{} admitted in the window ending at {}", in_window, t);
+        }
+    }
+
+    /// Arbitrary bytes never make decoding panic, and what decodes is a
+    /// consistent log that encodes back to the same bytes.
+    #[test]
+    fn decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+        if let Ok(log) = Log::decode(&bytes) {
+            prop_assert_eq!(log.iter().map(|(_, q)| q).sum::<i64>(), log.total());
+            prop_assert_eq!(log.iter().count() as u64, log.len());
+        }
+    }
+
+    #[test]
+    fn round_trip(entries in prop::collection::vec((0i64..10_000_000_000, 1i64..1000), 0..200)) {
+        let mut log = Log::new();
+        let mut ts = 0;
+        for (dt, q) in entries {
+            ts += dt;
+            log.push(ts, q).unwrap();
+        }
+        let back = Log::decode(&log.encode()).unwrap();
+        prop_assert_eq!(back.iter().collect::<Vec<_>>(), log.iter().collect::<Vec<_>>());
+    }
+}
