@@ -268,7 +268,7 @@ fn decode_entry(bytes: &[u8], pos: usize) -> Option<(i64, i64, usize)> {
     let quantity = if tag & 1 == 1 {
         let (q, after) = get_varint(bytes, next)?;
         next = after;
-        i64::try_from(q).ok().filter(|&q| q >= 1 && q != 1)?
+        i64::try_from(q).ok().filter(|&q| q > 1)?
     } else {
         1
     };
