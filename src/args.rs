@@ -69,10 +69,50 @@ impl<'a> Args<'a> {
     pub fn quantity(&self, i: usize) -> Result<i64, CmdError> {
         match self.bytes(i) {
             None => Ok(1),
-            Some(b) => match parse::integer(b)? {
-                q if q < 0 => Err(error::NEGATIVE_QUANTITY),
-                q => Ok(q),
-            },
+            Some(b) => quantity(b),
         }
+    }
+
+    /// `[quantity] [FLAG]` from position `i` on, in either order: the
+    /// quantity (default 1) and whether `flag` was given.
+    pub fn quantity_and_flag(&self, i: usize, flag: &str) -> Result<(i64, bool), CmdError> {
+        let (mut q, mut seen) = (None, false);
+        for j in i..self.len() {
+            let b = self.bytes(j).unwrap_or_default();
+            if b.eq_ignore_ascii_case(flag.as_bytes()) {
+                if seen {
+                    return Err(error::SYNTAX);
+                }
+                seen = true;
+            } else if q.is_some() {
+                return Err(error::SYNTAX);
+            } else {
+                q = Some(quantity(b)?);
+            }
+        }
+        Ok((q.unwrap_or(1), seen))
+    }
+
+    /// A non-negative integer limit at `i`.
+    pub fn limit(&self, i: usize) -> Result<i64, CmdError> {
+        match self.integer(i)? {
+            l if l < 0 => Err(error::NEGATIVE_LIMIT),
+            l => Ok(l),
+        }
+    }
+
+    /// A positive window in seconds at `i`, in nanoseconds.
+    pub fn window(&self, i: usize) -> Result<i64, CmdError> {
+        match self.seconds(i)? {
+            w if w < 1 => Err(error::WINDOW_NOT_POSITIVE),
+            w => Ok(w),
+        }
+    }
+}
+
+fn quantity(arg: &[u8]) -> Result<i64, CmdError> {
+    match parse::integer(arg)? {
+        q if q < 0 => Err(error::NEGATIVE_QUANTITY),
+        q => Ok(q),
     }
 }

@@ -31,6 +31,21 @@ pub const OVERFLOW: CmdError =
 pub const INVALID_TAT: CmdError = CmdError::Reply(
     "ERR key holds a string that is not a valid CL.THROTTLE state (an integer TAT in nanoseconds)",
 );
+pub const SYNTAX: CmdError = CmdError::Reply("ERR syntax error");
+pub const NEGATIVE_LIMIT: CmdError = CmdError::Reply("ERR invalid limit: must be 0 or greater");
+pub const WINDOW_NOT_POSITIVE: CmdError =
+    CmdError::Reply("ERR invalid window: must be greater than 0 seconds");
+pub const INVALID_COUNTER: CmdError =
+    CmdError::Reply("ERR key holds a string that is not a valid FW.INCR counter (an integer)");
+pub const EXACT_KEY: CmdError =
+    CmdError::Reply("ERR key holds an exact sliding window; APPROX needs a key of its own");
+pub const APPROX_KEY: CmdError =
+    CmdError::Reply("ERR key holds an APPROX sliding window; the exact log needs a key of its own");
+pub const BAD_RECORD: CmdError = CmdError::Reply(
+    "ERR invalid SW.RECORD: needs window >= 1, at >= 0 and not before the newest entry, quantity >= 1",
+);
+pub const BAD_PAYLOAD: CmdError =
+    CmdError::Reply("ERR invalid SW.LOAD payload: not a serialized sliding window");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
 

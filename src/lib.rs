@@ -21,8 +21,10 @@ mod commands;
 mod error;
 mod handler;
 mod store;
+mod window_type;
 
 use redis_module::{redis_module, Context, RedisString, Status};
+use window_type::WINDOW_TYPE;
 
 /// Reported by `MODULE LIST`; bumped on every release.
 pub const MODULE_VERSION: i32 = 1;
@@ -35,6 +37,6 @@ redis_module! {
     name: "redis-cell",
     version: MODULE_VERSION,
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-    data_types: [],
+    data_types: [WINDOW_TYPE],
     init: init,
 }

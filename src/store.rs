@@ -2,6 +2,8 @@
 //! writing string state with an absolute expiry, replicating the effect.
 
 use crate::error::{self, CmdError};
+use crate::window_type::{self, WINDOW_TYPE};
+use cell_core::window_state::WindowState;
 use redis_module::{raw, Context};
 use std::os::raw::{c_char, c_int};
 
@@ -76,7 +78,12 @@ impl Key {
     /// fires the keyspace event a `SET` would, and replicates the write as
     /// `SET key value PXAT expire_at_ms` so that replicas and the AOF hold
     /// the same value and the same absolute expiry as this server.
-    pub fn set_integer_expiring_at(&self, value: i64, expire_at_ms: i64) -> Result<(), CmdError> {
+    pub fn set_integer_expiring_at(
+        &self,
+        value: i64,
+        expire_at_ms: i64,
+        event: &'static std::ffi::CStr,
+    ) -> Result<(), CmdError> {
         let mut buf = itoa_buf();
         let text = format_i64(value, &mut buf);
         let set = api!(RedisModule_StringSet).ok_or(error::INTERNAL)?;
@@ -93,7 +100,7 @@ impl Key {
             }
         }
         self.set_abs_expire(expire_at_ms)?;
-        self.notify(raw::NotifyEvent::STRING, c"set");
+        self.notify(raw::NotifyEvent::STRING, event);
         if let Some(replicate) = api!(RedisModule_Replicate) {
             // SAFETY: the format "sbcl" matches the arguments: a module
             // string, a buffer with its length, a C string and a long long.
@@ -113,7 +120,7 @@ impl Key {
         Ok(())
     }
 
-    fn set_abs_expire(&self, expire_at_ms: i64) -> Result<(), CmdError> {
+    pub fn set_abs_expire(&self, expire_at_ms: i64) -> Result<(), CmdError> {
         let status = if let Some(set_abs) = api!(RedisModule_SetAbsExpire) {
             // SAFETY: the key is open for writing and holds a value.
             unsafe { set_abs(self.inner, expire_at_ms) }
@@ -130,6 +137,109 @@ impl Key {
         } else {
             Err(error::INTERNAL)
         }
+    }
+
+    /// The key's absolute expiry in Unix milliseconds, `None` without TTL.
+    pub fn abs_expire(&self) -> Option<i64> {
+        let ms = if let Some(get_abs) = api!(RedisModule_GetAbsExpire) {
+            // SAFETY: the key is open.
+            unsafe { get_abs(self.inner) }
+        } else {
+            let get = api!(RedisModule_GetExpire)?;
+            let now = api!(RedisModule_Milliseconds)?;
+            // SAFETY: the key is open; the clock read takes no arguments.
+            let ttl = unsafe { get(self.inner) };
+            if ttl < 0 {
+                ttl
+            } else {
+                // SAFETY: a plain clock read.
+                ttl.saturating_add(unsafe { now() })
+            }
+        };
+        (ms >= 0).then_some(ms)
+    }
+
+    /// The sliding window state of this key: `None` when the key does not
+    /// exist, WRONGTYPE when it holds anything else.
+    pub fn window(&mut self) -> Result<Option<&mut WindowState>, CmdError> {
+        match self.key_type() {
+            raw::KeyType::Empty => Ok(None),
+            raw::KeyType::Module => {
+                let get_type = api!(RedisModule_ModuleTypeGetType).ok_or(error::INTERNAL)?;
+                let get_value = api!(RedisModule_ModuleTypeGetValue).ok_or(error::INTERNAL)?;
+                // SAFETY: the key is open and holds a module value.
+                if unsafe { get_type(self.inner) } != *WINDOW_TYPE.raw_type.borrow() {
+                    return Err(error::WRONG_TYPE);
+                }
+                // SAFETY: values of this type are `WindowState`s created by
+                // `window_type::into_raw`; the key is open for the whole
+                // borrow of `self`, and Redis runs commands one at a time.
+                let value = unsafe { get_value(self.inner) }.cast::<WindowState>();
+                Ok(unsafe { value.as_mut() })
+            }
+            _ => Err(error::WRONG_TYPE),
+        }
+    }
+
+    /// Stores a new sliding window state in this (empty or same-type) key.
+    pub fn set_window(&mut self, state: WindowState) -> Result<&mut WindowState, CmdError> {
+        let set_value = api!(RedisModule_ModuleTypeSetValue).ok_or(error::INTERNAL)?;
+        let ptr = window_type::into_raw(state);
+        // SAFETY: the key is open for writing; on success Redis owns `ptr`
+        // and frees it through the type's `free` callback.
+        let status = unsafe { set_value(self.inner, *WINDOW_TYPE.raw_type.borrow(), ptr) };
+        if status != raw::Status::Ok as c_int {
+            // SAFETY: Redis did not take ownership.
+            drop(unsafe { Box::from_raw(ptr.cast::<WindowState>()) });
+            return Err(error::INTERNAL);
+        }
+        self.window()?.ok_or(error::INTERNAL)
+    }
+
+    /// Replicates an `SW.RECORD` effect: the request recorded at `at` with
+    /// the master's clock.
+    pub fn replicate_sw_record(&self, window: i64, at: i64, quantity: i64, approx: bool) {
+        let Some(replicate) = api!(RedisModule_Replicate) else {
+            return;
+        };
+        let (fmt, flag) = if approx {
+            (c"slllc", c"APPROX")
+        } else {
+            (c"slll", c"")
+        };
+        // SAFETY: the format matches the arguments (a module string, three
+        // long longs, and a C string that "slll" ignores).
+        unsafe {
+            replicate(
+                self.ctx,
+                c"SW.RECORD".as_ptr(),
+                fmt.as_ptr(),
+                self.name,
+                window as libc::c_longlong,
+                at as libc::c_longlong,
+                quantity as libc::c_longlong,
+                flag.as_ptr(),
+            );
+        }
+    }
+
+    /// Sets an absolute expiry and replicates it as `PEXPIREAT`.
+    pub fn expire_at(&self, expire_at_ms: i64) -> Result<(), CmdError> {
+        self.set_abs_expire(expire_at_ms)?;
+        self.notify(raw::NotifyEvent::GENERIC, c"expire");
+        if let Some(replicate) = api!(RedisModule_Replicate) {
+            // SAFETY: "sl" matches a module string and a long long.
+            unsafe {
+                replicate(
+                    self.ctx,
+                    c"PEXPIREAT".as_ptr(),
+                    c"sl".as_ptr(),
+                    self.name,
+                    expire_at_ms as libc::c_longlong,
+                );
+            }
+        }
+        Ok(())
     }
 
     /// Fires a keyspace notification for this key, as a built-in command

@@ -163,3 +163,92 @@ fn keys_of_other_types_and_junk_strings() {
         assert_eq!(after, junk, "an error must not touch the key");
     }
 }
+
+#[test]
+fn sliding_and_fixed_window_errors() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let cases: &[(&str, &str)] = &[
+        ("SW.ALLOW k 1", "ERR wrong number of arguments for 'sw.allow' command"),
+        ("SW.ALLOW k 1 1 1 APPROX x", "ERR wrong number of arguments for 'sw.allow' command"),
+        ("FW.INCR k 1", "ERR wrong number of arguments for 'fw.incr' command"),
+        ("FW.INCR k 1 1 1 ALIGN x", "ERR wrong number of arguments for 'fw.incr' command"),
+        ("SW.ALLOW k x 1", NOT_INT),
+        ("SW.ALLOW k 1 x", NOT_INT),
+        ("SW.ALLOW k 1 1 x", NOT_INT),
+        ("FW.INCR k 1 1 1.5", NOT_INT),
+        ("FW.INCR k 1 1e3 1", NOT_INT),
+        ("SW.ALLOW k -1 1", "ERR invalid limit: must be 0 or greater"),
+        ("FW.INCR k -1 1", "ERR invalid limit: must be 0 or greater"),
+        ("SW.ALLOW k 1 0", "ERR invalid window: must be greater than 0 seconds"),
+        ("FW.INCR k 1 -0.5", "ERR invalid window: must be greater than 0 seconds"),
+        ("SW.ALLOW k 1 1 -1", "ERR invalid quantity: must be 0 or greater"),
+        ("FW.INCR k 1 1 -1 ALIGN", "ERR invalid quantity: must be 0 or greater"),
+        ("SW.ALLOW k 1 1 1 1", "ERR syntax error"),
+        ("SW.ALLOW k 1 1 APPROX approx", "ERR syntax error"),
+        ("FW.INCR k 1 1 ALIGN ALIGN", "ERR syntax error"),
+        ("SW.RECORD k 0 1 1", "ERR invalid SW.RECORD: needs window >= 1, at >= 0 and not before the newest entry, quantity >= 1"),
+        ("SW.RECORD k 1 -1 1", "ERR invalid SW.RECORD: needs window >= 1, at >= 0 and not before the newest entry, quantity >= 1"),
+        ("SW.RECORD k 1 1 0", "ERR invalid SW.RECORD: needs window >= 1, at >= 0 and not before the newest entry, quantity >= 1"),
+        ("SW.RECORD k 1 1 1 EXACT", "ERR syntax error"),
+        ("SW.LOAD k junk", "ERR invalid SW.LOAD payload: not a serialized sliding window"),
+        ("SW.LOAD k", "ERR wrong number of arguments for 'sw.load' command"),
+    ];
+    for (line, want) in cases {
+        assert_eq!(&err(c, line), want, "{line}");
+        ping(c);
+    }
+    let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
+    assert!(keys.is_empty(), "errors wrote {keys:?}");
+
+    cmd(c, "SW.RECORD rec 10000000000 1700000000000000000 1").unwrap();
+    assert_eq!(
+        err(c, "SW.RECORD rec 10000000000 1699999999000000000 1"),
+        "ERR invalid SW.RECORD: needs window >= 1, at >= 0 and not before the newest entry, quantity >= 1"
+    );
+    five(c, "SW.ALLOW ex 5 10");
+    five(c, "SW.ALLOW ap 5 10 APPROX");
+    assert_eq!(
+        err(c, "SW.ALLOW ex 5 10 APPROX"),
+        "ERR key holds an exact sliding window; APPROX needs a key of its own"
+    );
+    assert_eq!(
+        err(c, "SW.ALLOW ap 5 10"),
+        "ERR key holds an APPROX sliding window; the exact log needs a key of its own"
+    );
+    ping(c);
+}
+
+#[test]
+fn sliding_and_fixed_window_wrong_types() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "LPUSH list a").unwrap();
+    cmd(c, "HSET hash f v").unwrap();
+    cmd(c, "SADD set m").unwrap();
+    cmd(c, "ZADD zset 1 m").unwrap();
+    cmd(c, "XADD stream * f v").unwrap();
+    cmd(c, "SET str 12").unwrap();
+    five(c, "SW.ALLOW sw 5 10");
+    for key in ["list", "hash", "set", "zset", "stream", "str"] {
+        assert_eq!(err(c, &format!("SW.ALLOW {key} 1 1")), WRONGTYPE);
+        assert_eq!(err(c, &format!("SW.RECORD {key} 1 1 1")), WRONGTYPE);
+        ping(c);
+    }
+    for key in ["list", "hash", "set", "zset", "stream", "sw"] {
+        assert_eq!(err(c, &format!("FW.INCR {key} 1 1")), WRONGTYPE);
+        ping(c);
+    }
+    for junk in [&b"junk"[..], b"", b"1.5", b"99999999999999999999", b"\xff"] {
+        redis::cmd("SET")
+            .arg("junk")
+            .arg(junk)
+            .query::<()>(c)
+            .unwrap();
+        assert_eq!(
+            err(c, "FW.INCR junk 5 10"),
+            "ERR key holds a string that is not a valid FW.INCR counter (an integer)"
+        );
+        ping(c);
+    }
+}

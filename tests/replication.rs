@@ -34,64 +34,49 @@ fn command_calls(c: &mut redis::Connection, name: &str) -> i64 {
 }
 
 #[test]
-fn replica_holds_the_masters_tat_whatever_its_clock() {
+fn replica_holds_the_masters_state_whatever_its_clock() {
     let master = Server::start();
     let replica = replica_of(&master);
     let m = &mut master.conn();
     let r = &mut replica.conn();
 
-    // Deterministic pseudo-random workload over a few keys and parameters.
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = |n: u64| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed % n
-    };
-    let mut now = T0;
-    let mut allowed = 0;
-    let mut limited = 0;
-    for _ in 0..400 {
-        now += (next(400) as i64) * MS + next(1000) as i64;
-        master.set_time(now);
+    let mut w = Workload::new(0x9E37_79B9_7F4A_7C15);
+    w.run(m, 600, &mut |t| {
+        master.set_time(t);
         // The replica's clock is off by seconds; it must not matter.
-        replica.set_time(now + 7 * SEC + 123_456);
-        let key = format!("rl:{}", next(6));
-        let line = match next(4) {
-            0 => format!("CL.THROTTLE {key} 5 10 1"),
-            1 => format!("CL.THROTTLE {key} 2 3 0.5 {}", next(3)),
-            2 => format!("CL.PEEK {key} 5 10 1"),
-            _ => format!("CL.THROTTLE {key} 9 1 60 {}", next(4)),
-        };
-        let reply = five(m, &line);
-        if line.starts_with("CL.THROTTLE") {
-            if reply[0] == 0 {
-                allowed += 1;
-            } else {
-                limited += 1;
-            }
-        }
-    }
+        replica.set_time(t + 7 * SEC + 123_456);
+    });
+    w.finish(m);
     assert!(
-        allowed > 50 && limited > 50,
-        "workload too one-sided: {allowed}/{limited}"
+        w.writes > 100 && w.refused > 30,
+        "workload too one-sided: {} / {}",
+        w.writes,
+        w.refused
     );
     sync(m);
-    replica.set_time(now);
+    replica.set_time(w.now);
 
-    for i in 0..6 {
-        let key = format!("rl:{i}");
-        assert_eq!(get(r, &key), get(m, &key), "{key} value");
-        assert_eq!(pttl(r, &key), pttl(m, &key), "{key} ttl");
+    let keys = Workload::keys();
+    assert_eq!(snapshot(r, &keys), snapshot(m, &keys));
+    for name in ["cl.throttle", "cl.peek", "sw.allow", "fw.incr"] {
+        assert_eq!(command_calls(r, name), 0, "{name} must not be replicated");
     }
-    assert_eq!(
-        command_calls(r, "cl.throttle"),
-        0,
-        "commands must not be replicated"
-    );
-    assert_eq!(command_calls(r, "cl.peek"), 0);
-    // Every allowed call is one SET; limited calls and peeks send nothing.
-    assert_eq!(command_calls(r, "set"), allowed);
+    // Every allowed write is one effect; refusals and peeks send nothing.
+    let effects = command_calls(r, "set") + command_calls(r, "sw.record");
+    assert_eq!(effects, w.writes);
+
+    // Promoted, the replica continues exactly where the master was.
+    cmd(r, "REPLICAOF NO ONE").unwrap();
+    cmd(m, "REPLICAOF NO ONE").unwrap();
+    for line in [
+        "CL.THROTTLE rl:cl:last 4 10 3600",
+        "SW.ALLOW rl:sw:last 6 3600 3",
+        "SW.ALLOW rl:swa:last 6 3600 APPROX",
+        "FW.INCR rl:fw:last 5 3600",
+        "FW.INCR rl:fwa:last 5 3600 ALIGN 4",
+    ] {
+        assert_eq!(five(r, line), five(m, line), "{line}");
+    }
 }
 
 #[test]

@@ -15,6 +15,7 @@ pub mod parse;
 pub mod reply;
 pub mod sliding;
 pub mod sliding_approx;
+pub mod window_state;
 
 /// Nanoseconds in one second.
 pub const NANOS_PER_SEC: i64 = 1_000_000_000;

@@ -328,10 +328,6 @@ impl SlidingWindow {
         Ok(Self { limit, window })
     }
 
-    pub fn window(&self) -> i64 {
-        self.window
-    }
-
     /// Decides a request without changing the log.
     pub fn decide(&self, log: &Log, now: i64, quantity: i64) -> (Decision, Verdict) {
         let cutoff = now.saturating_sub(self.window);
@@ -388,20 +384,20 @@ impl SlidingWindow {
         };
         (decision, verdict)
     }
+}
 
-    /// Applies an allowed request: drops what left the window at `at` and
-    /// records the request. The same call replays the effect on replicas.
-    pub fn record(&self, log: &mut Log, at: i64, quantity: i64) -> Result<(), LogError> {
-        log.purge(at.saturating_sub(self.window));
-        log.push(at, quantity)
-    }
+/// Applies an allowed request: drops what left the window at `at` and
+/// records the request. The same call replays the effect on replicas.
+pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), LogError> {
+    log.purge(at.saturating_sub(window));
+    log.push(at, quantity)
+}
 
-    /// When the key can expire: the instant its newest entry leaves the
-    /// window, in milliseconds (the key outlives the entry by under 1 ms).
-    pub fn expire_at_ms(&self, log: &Log) -> Option<i64> {
-        log.newest()
-            .map(|ts| ts.saturating_add(self.window) / crate::NANOS_PER_MILLI)
-    }
+/// When the key can expire: the instant its newest entry leaves the window,
+/// in milliseconds (the key outlives the entry by under 1 ms).
+pub fn expire_at_ms(log: &Log, window: i64) -> Option<i64> {
+    log.newest()
+        .map(|ts| ts.saturating_add(window) / crate::NANOS_PER_MILLI)
 }
 
 #[cfg(test)]

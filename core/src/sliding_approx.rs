@@ -55,28 +55,6 @@ impl ApproxWindow {
         Ok(Self { limit, window })
     }
 
-    /// The state as of `now`: rolled forward to the fixed window containing
-    /// `now`, or empty when it was counted with another window length.
-    pub fn roll(&self, state: Option<Counter>, now: i64) -> Counter {
-        let index = now.div_euclid(self.window);
-        let fresh = Counter {
-            window: self.window,
-            index,
-            previous: 0,
-            current: 0,
-        };
-        match state {
-            Some(c) if c.window == self.window && c.index == index => c,
-            Some(c) if c.window == self.window && c.index.checked_add(1) == Some(index) => {
-                Counter {
-                    previous: c.current,
-                    ..fresh
-                }
-            }
-            _ => fresh,
-        }
-    }
-
     /// The estimated count at `elapsed` nanoseconds into the current window.
     fn estimate(&self, previous: i64, current: i64, elapsed: i64) -> i128 {
         let w = i128::from(self.window);
@@ -87,7 +65,7 @@ impl ApproxWindow {
 
     /// Decides a request at `now`.
     pub fn decide(&self, state: Option<Counter>, now: i64, quantity: i64) -> (Decision, Verdict) {
-        let c = self.roll(state, now);
+        let c = roll(state, self.window, now);
         let start = i128::from(c.index) * i128::from(self.window);
         let elapsed = (i128::from(now) - start) as i64;
         let used = self.estimate(c.previous, c.current, elapsed);
@@ -160,10 +138,41 @@ impl ApproxWindow {
         }
         saturate(2 * w - i128::from(elapsed))
     }
+}
 
+/// The state as of `now`: rolled forward to the fixed window containing
+/// `now`, or empty when it was counted with another window length.
+pub fn roll(state: Option<Counter>, window: i64, now: i64) -> Counter {
+    let index = now.div_euclid(window.max(1));
+    let fresh = Counter {
+        window,
+        index,
+        previous: 0,
+        current: 0,
+    };
+    match state {
+        Some(c) if c.window == window && c.index == index => c,
+        Some(c) if c.window == window && c.index.checked_add(1) == Some(index) => Counter {
+            previous: c.current,
+            ..fresh
+        },
+        _ => fresh,
+    }
+}
+
+/// Applies an allowed request at `at` (the effect replayed on replicas).
+pub fn record(state: Option<Counter>, window: i64, at: i64, quantity: i64) -> Counter {
+    let c = roll(state, window, at);
+    Counter {
+        current: c.current.saturating_add(quantity),
+        ..c
+    }
+}
+
+impl Counter {
     /// When the key can expire: once both counts have weight zero.
-    pub fn expire_at_ms(&self, c: &Counter) -> i64 {
-        let end = (i128::from(c.index) + 2) * i128::from(self.window);
+    pub fn expire_at_ms(&self) -> i64 {
+        let end = (i128::from(self.index) + 2) * i128::from(self.window);
         saturate(end / i128::from(crate::NANOS_PER_MILLI))
     }
 }
@@ -268,7 +277,7 @@ mod tests {
                 record_at: Some(at),
             } = d
             {
-                sw.record(&mut log, at, 1).unwrap();
+                sliding::record(&mut log, 10 * S, at, 1).unwrap();
                 exact_ok += 1;
             }
         }

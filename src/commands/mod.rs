@@ -2,6 +2,8 @@
 //! the arguments, read the clock, load the state, let `cell-core` decide,
 //! store and replicate the effect, reply.
 
+mod fixed;
+mod sliding;
 mod throttle;
 
 use crate::handler::dispatch;
@@ -35,6 +37,10 @@ macro_rules! entry {
 
 entry!(cl_throttle, throttle::throttle);
 entry!(cl_peek, throttle::peek);
+entry!(sw_allow, sliding::allow);
+entry!(sw_record, sliding::record);
+entry!(sw_load, sliding::load);
+entry!(fw_incr, fixed::incr);
 
 pub const ALL: &[Command] = &[
     Command {
@@ -46,5 +52,26 @@ pub const ALL: &[Command] = &[
         name: "cl.peek",
         flags: "readonly fast",
         entry: cl_peek,
+    },
+    Command {
+        name: "sw.allow",
+        flags: "write deny-oom fast",
+        entry: sw_allow,
+    },
+    Command {
+        name: "fw.incr",
+        flags: "write deny-oom fast",
+        entry: fw_incr,
+    },
+    // The effects replicas and the AOF replay for SW.ALLOW.
+    Command {
+        name: "sw.record",
+        flags: "write deny-oom",
+        entry: sw_record,
+    },
+    Command {
+        name: "sw.load",
+        flags: "write deny-oom",
+        entry: sw_load,
     },
 ];

@@ -12,7 +12,7 @@ fn call(sw: &SlidingWindow, log: &mut Log, now: i64, q: i64) -> [i64; 5] {
         record_at: Some(at),
     } = decision
     {
-        sw.record(log, at, q).unwrap();
+        record(log, sw.window, at, q).unwrap();
     }
     verdict.to_reply()
 }
@@ -145,7 +145,7 @@ proptest! {
             prop_assert!((0..=limit).contains(&verdict.remaining));
             match decision {
                 Decision::Allowed { record_at: Some(at) } => {
-                    sw.record(&mut log, at, q).unwrap();
+                    record(&mut log, sw.window, at, q).unwrap();
                     admitted.push((at, q));
                 }
                 Decision::Allowed { record_at: None } => prop_assert_eq!(q, 0),
