@@ -30,6 +30,7 @@ use window_type::WINDOW_TYPE;
 pub const MODULE_VERSION: i32 = 1;
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    clock::init();
     handler::register_all(ctx)
 }
 
