@@ -20,6 +20,8 @@ mod clock;
 mod commands;
 mod error;
 mod handler;
+mod register;
+mod stats;
 mod store;
 mod window_type;
 
@@ -28,10 +30,12 @@ use window_type::WINDOW_TYPE;
 
 /// Reported by `MODULE LIST`; bumped on every release.
 pub const MODULE_VERSION: i32 = 1;
+/// The version as text, for logs and `COMMAND DOCS`.
+pub const MODULE_VERSION_TEXT: &str = env!("CARGO_PKG_VERSION");
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     clock::init();
-    handler::register_all(ctx)
+    register::register_all(ctx)
 }
 
 redis_module! {

@@ -4,12 +4,12 @@
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
-use crate::handler::reply_five;
+use crate::handler::Reply;
 use crate::store::Key;
 use cell_core::fixed::{Counter, Effect, FixedWindow};
 use redis_module::Context;
 
-pub fn incr(ctx: &Context, args: &Args) -> Result<(), CmdError> {
+pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 6)?;
     let limit = args.limit(2)?;
     let window = args.window(3)?;
@@ -29,6 +29,5 @@ pub fn incr(ctx: &Context, args: &Args) -> Result<(), CmdError> {
         } => key.set_integer_expiring_at(count, expire_at_ms, c"incrby")?,
         Effect::Expire { expire_at_ms } => key.expire_at(expire_at_ms)?,
     }
-    reply_five(ctx, outcome.verdict.to_reply());
-    Ok(())
+    Ok(Reply::Verdict(outcome.verdict))
 }

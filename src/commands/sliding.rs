@@ -7,14 +7,14 @@
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
-use crate::handler::reply_five;
+use crate::handler::Reply;
 use crate::store::Key;
 use cell_core::sliding::{self, Log, SlidingWindow};
 use cell_core::sliding_approx::{self, ApproxWindow};
 use cell_core::window_state::WindowState;
 use redis_module::{raw, Context};
 
-pub fn allow(ctx: &Context, args: &Args) -> Result<(), CmdError> {
+pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 6)?;
     let limit = args.limit(2)?;
     let window = args.window(3)?;
@@ -34,8 +34,7 @@ pub fn allow(ctx: &Context, args: &Args) -> Result<(), CmdError> {
         key.replicate_sw_record(window, at, quantity, approx);
         key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
     }
-    reply_five(ctx, verdict.to_reply());
-    Ok(())
+    Ok(Reply::Verdict(verdict))
 }
 
 type Decided = (Option<i64>, cell_core::reply::Verdict);
@@ -100,7 +99,7 @@ fn apply(key: &mut Key, window: i64, at: i64, quantity: i64, approx: bool) -> Re
 /// `SW.RECORD key window_ns at_ns quantity [APPROX]`: records a request at
 /// an explicit time. It is what replicas and the AOF receive for every
 /// allowed `SW.ALLOW`, so they hold the master's state exactly.
-pub fn record(ctx: &Context, args: &Args) -> Result<(), CmdError> {
+pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(5, 6)?;
     let window = args.integer(2)?;
     let at = args.integer(3)?;
@@ -117,13 +116,12 @@ pub fn record(ctx: &Context, args: &Args) -> Result<(), CmdError> {
     apply(&mut key, window, at, quantity, approx)?;
     key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
     ctx.replicate_verbatim();
-    ctx.reply_simple_string("OK");
-    Ok(())
+    Ok(Reply::Ok)
 }
 
 /// `SW.LOAD key payload`: replaces the key's sliding window with a
 /// serialized one (what an AOF rewrite emits; the TTL follows separately).
-pub fn load(ctx: &Context, args: &Args) -> Result<(), CmdError> {
+pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(3, 3)?;
     let payload = args.bytes(2).unwrap_or_default();
     let state = WindowState::decode(payload).ok_or(error::BAD_PAYLOAD)?;
@@ -135,6 +133,5 @@ pub fn load(ctx: &Context, args: &Args) -> Result<(), CmdError> {
         }
     }
     ctx.replicate_verbatim();
-    ctx.reply_simple_string("OK");
-    Ok(())
+    Ok(Reply::Ok)
 }

@@ -5,19 +5,19 @@
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
-use crate::handler::reply_five;
+use crate::handler::Reply;
 use crate::store::Key;
 use cell_core::gcra::{Decision, Gcra};
 use redis_module::Context;
 
-pub fn throttle(ctx: &Context, args: &Args) -> Result<(), CmdError> {
+pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(5, 6)?;
     let gcra = params(args)?;
     let quantity = args.quantity(5)?;
     run(ctx, args, &gcra, quantity, true)
 }
 
-pub fn peek(ctx: &Context, args: &Args) -> Result<(), CmdError> {
+pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(5, 5)?;
     let gcra = params(args)?;
     run(ctx, args, &gcra, 0, false)
@@ -45,7 +45,7 @@ fn run(
     gcra: &Gcra,
     quantity: i64,
     write: bool,
-) -> Result<(), CmdError> {
+) -> Result<Reply, CmdError> {
     let name = args.raw(1).ok_or(CmdError::WrongArity)?;
     let key = Key::open(ctx, name, write);
     let tat = key.integer(error::INVALID_TAT)?;
@@ -56,6 +56,5 @@ fn run(
             key.set_integer_expiring_at(tat, expire_at_ms, c"set")?;
         }
     }
-    reply_five(ctx, verdict.to_reply());
-    Ok(())
+    Ok(Reply::Verdict(verdict))
 }

@@ -1,0 +1,117 @@
+//! What `COMMAND DOCS` shows for each command, on servers that accept
+//! command info.
+
+/// One argument as documented.
+pub struct Arg {
+    pub name: &'static str,
+    pub kind: ArgKind,
+    pub optional: bool,
+}
+
+#[derive(Clone, Copy)]
+pub enum ArgKind {
+    Key,
+    Integer,
+    /// Seconds, integer or decimal.
+    Double,
+    /// A flag written as its own name.
+    Token,
+    String,
+}
+
+pub struct Docs {
+    pub summary: &'static str,
+    pub complexity: &'static str,
+    /// Negative: at least that many words, as Redis counts arity.
+    pub arity: i32,
+    pub args: &'static [Arg],
+}
+
+const fn arg(name: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        name,
+        kind,
+        optional: false,
+    }
+}
+
+const fn optional(name: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        name,
+        kind,
+        optional: true,
+    }
+}
+
+use ArgKind::*;
+
+pub const CL_THROTTLE: Docs = Docs {
+    summary: "Rate-limits a key with GCRA (redis-cell compatible): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
+    complexity: "O(1)",
+    arity: -5,
+    args: &[
+        arg("key", Key),
+        arg("max_burst", Integer),
+        arg("count_per_period", Integer),
+        arg("period", Double),
+        optional("quantity", Integer),
+    ],
+};
+
+pub const CL_PEEK: Docs = Docs {
+    summary: "Answers what CL.THROTTLE would with quantity 0, without writing.",
+    complexity: "O(1)",
+    arity: 5,
+    args: &[
+        arg("key", Key),
+        arg("max_burst", Integer),
+        arg("count_per_period", Integer),
+        arg("period", Double),
+    ],
+};
+
+pub const SW_ALLOW: Docs = Docs {
+    summary: "Exact sliding window limit (or, with APPROX, the sliding window counter): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
+    complexity: "O(1) amortised; O(N) in the entries that left the window or must leave for a refused request",
+    arity: -4,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("window", Double),
+        optional("quantity", Integer),
+        optional("APPROX", Token),
+    ],
+};
+
+pub const FW_INCR: Docs = Docs {
+    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
+    complexity: "O(1)",
+    arity: -4,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("window", Double),
+        optional("quantity", Integer),
+        optional("ALIGN", Token),
+    ],
+};
+
+pub const SW_RECORD: Docs = Docs {
+    summary: "Records a request in a sliding window at an explicit time (the effect SW.ALLOW replicates).",
+    complexity: "O(1) amortised",
+    arity: -5,
+    args: &[
+        arg("key", Key),
+        arg("window_ns", Integer),
+        arg("at_ns", Integer),
+        arg("quantity", Integer),
+        optional("APPROX", Token),
+    ],
+};
+
+pub const SW_LOAD: Docs = Docs {
+    summary: "Replaces a sliding window with a serialized one (what an AOF rewrite emits).",
+    complexity: "O(N) in the entries",
+    arity: 3,
+    args: &[arg("key", Key), arg("payload", ArgKind::String)],
+};

@@ -1,0 +1,55 @@
+//! Per-command counters for the module's `INFO` section. Commands run on
+//! the server's main thread; relaxed atomics make the statics safe to share
+//! at the cost of a plain increment.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+#[derive(Default)]
+pub struct Stats {
+    calls: AtomicU64,
+    allowed: AtomicU64,
+    limited: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// What one call ended as.
+#[derive(Clone, Copy)]
+pub enum Outcome {
+    Allowed,
+    Limited,
+    /// A reply that is neither (the internal replay commands).
+    Done,
+    Error,
+}
+
+impl Stats {
+    pub const fn new() -> Self {
+        Self {
+            calls: AtomicU64::new(0),
+            allowed: AtomicU64::new(0),
+            limited: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+
+    pub fn record(&self, outcome: Outcome) {
+        self.calls.fetch_add(1, Relaxed);
+        let counter = match outcome {
+            Outcome::Allowed => &self.allowed,
+            Outcome::Limited => &self.limited,
+            Outcome::Error => &self.errors,
+            Outcome::Done => return,
+        };
+        counter.fetch_add(1, Relaxed);
+    }
+
+    /// `(calls, allowed, limited, errors)`.
+    pub fn read(&self) -> [(&'static str, u64); 4] {
+        [
+            ("calls", self.calls.load(Relaxed)),
+            ("allowed", self.allowed.load(Relaxed)),
+            ("limited", self.limited.load(Relaxed)),
+            ("errors", self.errors.load(Relaxed)),
+        ]
+    }
+}
