@@ -91,3 +91,56 @@ fn peek_works_on_a_read_only_replica() {
     let e = err(r, "CL.THROTTLE ro 4 1 10");
     assert!(e.starts_with("READONLY"), "{e}");
 }
+
+#[test]
+fn effects_from_multi_eval_and_functions_replicate() {
+    let master = Server::start();
+    let replica = replica_of(&master);
+    let m = &mut master.conn();
+    let lib = "#!lua name=rl\nredis.register_function('sw', function(keys, args) return redis.call('SW.ALLOW', keys[1], args[1], args[2]) end)";
+    redis::cmd("FUNCTION")
+        .arg("LOAD")
+        .arg(lib)
+        .query::<String>(m)
+        .unwrap();
+    for step in 0..5 {
+        master.set_time(T0 + step * 700 * MS);
+        replica.set_time(T0 + 3 * SEC);
+        redis::pipe()
+            .atomic()
+            .cmd("CL.THROTTLE")
+            .arg("rl:cl:0")
+            .arg(2)
+            .arg(3)
+            .arg(1)
+            .cmd("FW.INCR")
+            .arg("rl:fw:0")
+            .arg(3)
+            .arg(2)
+            .cmd("SW.ALLOW")
+            .arg("rl:swa:0")
+            .arg(3)
+            .arg(2)
+            .arg("APPROX")
+            .query::<()>(m)
+            .unwrap();
+        redis::cmd("EVAL")
+            .arg("return redis.call('CL.THROTTLE', KEYS[1], 1, 1, 1, 1)")
+            .arg(1)
+            .arg("rl:cl:1")
+            .query::<()>(m)
+            .unwrap();
+        redis::cmd("FCALL")
+            .arg("sw")
+            .arg(1)
+            .arg("rl:sw:0")
+            .arg(3)
+            .arg(2)
+            .query::<()>(m)
+            .unwrap();
+    }
+    sync(m);
+    replica.set_time(T0 + 4 * 700 * MS);
+    let keys = Workload::keys();
+    assert_eq!(snapshot(&mut replica.conn(), &keys), snapshot(m, &keys));
+}
