@@ -1,0 +1,30 @@
+//! Every decision on arbitrary 64-bit inputs: no panic, no overflow, and
+//! `remaining` within `[0, limit]`.
+#![no_main]
+use cell_core::{fixed, gcra, sliding, sliding_approx};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|input: [i64; 6]| {
+    let [a, b, c, now, q, stored] = input;
+    if let Ok(g) = gcra::Gcra::new(a, b, c) {
+        if let Ok((_, v)) = g.decide(Some(stored), now, q) {
+            assert!((0..=g.limit()).contains(&v.remaining));
+        }
+    }
+    if let Ok(f) = fixed::FixedWindow::new(a, b, c & 1 == 1) {
+        let found = fixed::Counter { count: stored, expire_at_ms: Some(c) };
+        let v = f.decide(Some(found), now, q).verdict;
+        assert!(v.remaining >= 0 && v.remaining <= a);
+    }
+    if let Ok(w) = sliding_approx::ApproxWindow::new(a, b) {
+        let state = sliding_approx::Counter { window: b, index: c, previous: stored.max(0), current: q.max(0) };
+        let (_, v) = w.decide(Some(state), now, q);
+        assert!(v.remaining >= 0 && v.remaining <= a);
+    }
+    if let Ok(w) = sliding::SlidingWindow::new(a, b) {
+        let mut log = sliding::Log::new();
+        let _ = log.push(stored, c.max(1));
+        let (_, v) = w.decide(&log, now, q);
+        assert!(v.remaining >= 0 && v.remaining <= a);
+    }
+});

@@ -1,0 +1,149 @@
+//! A three-master Redis Cluster on loopback ports, the module loaded on
+//! every node, driven by a cluster-aware client.
+
+mod support;
+use redis::cluster::ClusterClient;
+use std::process::Command;
+use support::*;
+
+fn cli() -> String {
+    let server = server_binary();
+    // valkey-server ships without valkey-cli; redis-cli speaks to both.
+    if server.ends_with("valkey-server") {
+        "redis-cli".to_string()
+    } else {
+        server.replace("redis-server", "redis-cli")
+    }
+}
+
+struct Cluster {
+    nodes: Vec<Server>,
+}
+
+impl Cluster {
+    fn start() -> Self {
+        let nodes: Vec<Server> = (0..3)
+            .map(|_| {
+                Server::with(Options {
+                    config: vec![
+                        ("cluster-enabled".into(), "yes".into()),
+                        ("cluster-node-timeout".into(), "5000".into()),
+                    ],
+                    ..Options::default()
+                })
+            })
+            .collect();
+        let mut create = Command::new(cli());
+        create.args(["--cluster", "create"]);
+        for n in &nodes {
+            create.arg(format!("127.0.0.1:{}", n.port));
+        }
+        let out = create
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli is needed to create the cluster");
+        assert!(
+            out.status.success(),
+            "cluster create failed: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // A new master stays unwritable for its first 2 s of (server) time.
+        for n in &nodes {
+            n.set_time(T0 + 5 * SEC);
+        }
+        for n in &nodes {
+            let c = &mut n.conn();
+            eventually("cluster_state:ok", || {
+                let info: String = redis::cmd("CLUSTER").arg("INFO").query(c).unwrap();
+                info.contains("cluster_state:ok")
+            });
+        }
+        Cluster { nodes }
+    }
+
+    fn client(&self) -> redis::cluster::ClusterConnection {
+        let urls: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("redis://127.0.0.1:{}/", n.port))
+            .collect();
+        ClusterClient::new(urls).unwrap().get_connection().unwrap()
+    }
+
+    /// The node that holds `key`, found by asking every node.
+    fn holder(&self, key: &str) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .filter(|n| {
+                let mut c = n.conn();
+                // READONLY-free check: a node answers EXISTS only for its slots.
+                redis::cmd("EXISTS").arg(key).query::<i64>(&mut c) == Ok(1)
+            })
+            .map(|n| n.port)
+            .collect()
+    }
+}
+
+fn five_cluster(c: &mut redis::cluster::ClusterConnection, words: &[&str]) -> [i64; 5] {
+    let mut command = redis::cmd(words[0]);
+    for w in &words[1..] {
+        command.arg(*w);
+    }
+    let v: Vec<i64> = command.query(c).unwrap();
+    v.try_into().unwrap()
+}
+
+#[test]
+fn commands_route_by_key_and_limits_hold_on_every_node() {
+    let cluster = Cluster::start();
+    let c = &mut cluster.client();
+    let mut ports = std::collections::HashSet::new();
+    for i in 0..30 {
+        let key = format!("rl:user:{i}");
+        for n in 0..6 {
+            let r = five_cluster(c, &["CL.THROTTLE", &key, "4", "1", "3600"]);
+            assert_eq!(r[0], i64::from(n >= 5), "{key} call {n}");
+        }
+        let sw = format!("sw:{i}");
+        for n in 0..4 {
+            let r = five_cluster(c, &["SW.ALLOW", &sw, "3", "60"]);
+            assert_eq!(r[0], i64::from(n >= 3), "{sw} call {n}");
+        }
+        let fw = format!("fw:{i}");
+        assert_eq!(five_cluster(c, &["FW.INCR", &fw, "2", "60", "2"])[0], 0);
+        assert_eq!(five_cluster(c, &["FW.INCR", &fw, "2", "60"])[0], 1);
+        for k in [&key, &sw, &fw] {
+            let holders = cluster.holder(k);
+            assert_eq!(holders.len(), 1, "{k} is on {holders:?}");
+            ports.insert(holders[0]);
+        }
+    }
+    assert_eq!(ports.len(), 3, "keys spread over all three masters");
+
+    // Hash tags keep one user's keys on one node.
+    five_cluster(c, &["CL.THROTTLE", "{user42}:api", "4", "1", "60"]);
+    five_cluster(c, &["SW.ALLOW", "{user42}:login", "3", "60"]);
+    five_cluster(c, &["FW.INCR", "{user42}:daily", "3", "60", "ALIGN"]);
+    let home = cluster.holder("{user42}:api");
+    assert_eq!(cluster.holder("{user42}:login"), home);
+    assert_eq!(cluster.holder("{user42}:daily"), home);
+
+    // A plain client on the wrong node is redirected, which the cluster
+    // client follows.
+    let wrong = cluster
+        .nodes
+        .iter()
+        .find(|n| !home.contains(&n.port))
+        .unwrap();
+    let e = err(&mut wrong.conn(), "CL.THROTTLE {user42}:api 4 1 60");
+    assert!(e.starts_with("MOVED"), "{e}");
+    let keys: Vec<String> = redis::cmd("COMMAND")
+        .arg("GETKEYS")
+        .arg("SW.ALLOW")
+        .arg("{user42}:login")
+        .arg(3)
+        .arg(60)
+        .query(&mut wrong.conn())
+        .unwrap();
+    assert_eq!(keys, ["{user42}:login"]);
+}

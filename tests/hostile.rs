@@ -1,0 +1,259 @@
+//! Hostile input and load: random argument vectors against keys of every
+//! type, many clients on one key, and a million calls that must all expire.
+
+mod support;
+use std::time::{Duration, Instant};
+use support::*;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<'a>(&mut self, items: &[&'a [u8]]) -> &'a [u8] {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+/// One random argument: numbers of every shape, binary junk, empty strings.
+fn random_arg(rng: &mut Rng) -> Vec<u8> {
+    const SHAPES: &[&[u8]] = &[
+        b"0",
+        b"1",
+        b"-1",
+        b"2",
+        b"15",
+        b"60",
+        b"0.5",
+        b"1.000000001",
+        b"0.0000000001",
+        b"9223372036854775807",
+        b"-9223372036854775808",
+        b"9223372036854775808",
+        b"99999999999999999999999",
+        b"1e9",
+        b"nan",
+        b"inf",
+        b"-0",
+        b"+5",
+        b"007",
+        b"",
+        b" ",
+        b"APPROX",
+        b"ALIGN",
+        b"approx",
+        b"\xff\xfe\x00",
+        b"\x00",
+        b"1\x002",
+        b"9223372036.854775807",
+    ];
+    match rng.below(4) {
+        0 => (0..rng.below(12)).map(|_| rng.next() as u8).collect(),
+        1 => rng.below(1 << 40).to_string().into_bytes(),
+        _ => rng.pick(SHAPES).to_vec(),
+    }
+}
+
+#[test]
+fn random_arguments_never_hurt_the_server() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "LPUSH list a").unwrap();
+    cmd(c, "HSET hash f v").unwrap();
+    cmd(c, "SADD set m").unwrap();
+    cmd(c, "ZADD zset 1 m").unwrap();
+    cmd(c, "XADD stream * f v").unwrap();
+    cmd(c, "SET junk \u{1}junk").unwrap();
+    cmd(c, "SET tat 1700000005000000000").unwrap();
+    five(c, "SW.ALLOW swlog 5 10 2");
+    five(c, "SW.ALLOW swapprox 5 10 2 APPROX");
+    let keys: &[&[u8]] = &[
+        b"list",
+        b"hash",
+        b"set",
+        b"zset",
+        b"stream",
+        b"junk",
+        b"tat",
+        b"swlog",
+        b"swapprox",
+        b"fresh",
+        b"",
+        b"\xff\x00",
+    ];
+    let commands: &[&[u8]] = &[
+        b"CL.THROTTLE",
+        b"CL.PEEK",
+        b"SW.ALLOW",
+        b"FW.INCR",
+        b"SW.RECORD",
+        b"SW.LOAD",
+    ];
+    let mut rng = Rng(0x5EED_1234_ABCD_0001);
+    let payload = match cmd(c, "DUMP swlog").unwrap() {
+        Value::BulkString(b) => b,
+        other => panic!("{other:?}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(8);
+    let mut sent = 0u64;
+    while Instant::now() < deadline && sent < 200_000 {
+        let mut p = redis::pipe();
+        for _ in 0..200 {
+            let name = rng.pick(commands);
+            let mut words: Vec<Vec<u8>> = vec![name.to_vec(), rng.pick(keys).to_vec()];
+            for _ in 0..rng.below(7) {
+                words.push(random_arg(&mut rng));
+            }
+            if name == b"SW.LOAD" && rng.below(2) == 0 {
+                // A real payload with a few bytes flipped.
+                let mut p = payload.clone();
+                for _ in 0..=rng.below(3) {
+                    let i = rng.below(p.len() as u64) as usize;
+                    p[i] ^= rng.next() as u8;
+                }
+                words.truncate(2);
+                words.push(p);
+            }
+            s.set_time(T0 + rng.below(100) as i64 * SEC);
+            let mut command = redis::cmd(std::str::from_utf8(&words[0]).unwrap());
+            for w in &words[1..] {
+                command.arg(w.as_slice());
+            }
+            p.add_command(command);
+            sent += 1;
+        }
+        // Every reply is either a well-formed value or a well-formed error
+        // with a Redis error code; the connection stays usable.
+        let replies: Vec<redis::RedisResult<Value>> = match p.query::<Vec<Value>>(c) {
+            Ok(values) => values.into_iter().map(Ok).collect(),
+            Err(e) => {
+                let code = e.code().unwrap_or_default().to_string();
+                assert!(
+                    ["ERR", "WRONGTYPE"].contains(&code.as_str()) || e.to_string().contains("ERR"),
+                    "unexpected failure: {e}"
+                );
+                vec![]
+            }
+        };
+        for r in replies {
+            match r.unwrap() {
+                Value::Array(items) => {
+                    assert_eq!(items.len(), 5);
+                    assert!(items.iter().all(|v| matches!(v, Value::Int(_))));
+                }
+                Value::Okay | Value::SimpleString(_) => {}
+                Value::ServerError(e) => {
+                    let code = e.code();
+                    assert!(["ERR", "WRONGTYPE"].contains(&code), "{e:?}");
+                }
+                other => panic!("malformed reply {other:?}"),
+            }
+        }
+        ping(c);
+    }
+    assert!(sent >= 2_000, "only {sent} commands sent");
+    assert!(s.log().matches("Guru Meditation").count() == 0);
+}
+
+#[test]
+fn fifty_clients_on_one_key_never_over_admit() {
+    let s = Server::start();
+    let lines = [
+        ("cl", "CL.THROTTLE c:{} 99 100 60"),
+        ("sw", "SW.ALLOW s:{} 100 60"),
+        ("swa", "SW.ALLOW a:{} 100 60 APPROX"),
+        ("fw", "FW.INCR f:{} 100 60"),
+    ];
+    // At T0 every limiter admits exactly 100; 60 s later the GCRA bucket,
+    // the log and the fixed window are full again, and the counter (T0 is
+    // 20 s into its fixed window) still weighs 67 of the first 100.
+    for (phase, at, expect) in [
+        (0, T0, [100, 100, 100, 100]),
+        (1, T0 + 60 * SEC, [100, 100, 33, 100]),
+    ] {
+        s.set_time(at);
+        for ((name, line), want) in lines.iter().zip(expect) {
+            let line = line.replace("{}", "hot");
+            let handles: Vec<_> = (0..50)
+                .map(|_| {
+                    let mut c = s.conn();
+                    let line = line.clone();
+                    std::thread::spawn(move || {
+                        let mut allowed = 0;
+                        for _ in 0..10 {
+                            let r = five(&mut c, &line);
+                            allowed += i64::from(r[0] == 0);
+                        }
+                        allowed
+                    })
+                })
+                .collect();
+            let replies = handles.len() * 10;
+            let allowed: i64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+            assert_eq!(replies, 500, "{name}: a reply was lost");
+            assert_eq!(allowed, want, "{name}, phase {phase}: admitted {allowed}");
+        }
+    }
+}
+
+#[test]
+fn a_million_calls_all_expire() {
+    let s = Server::with(Options {
+        config: vec![("hz".into(), "100".into())],
+        ..Options::default()
+    });
+    let c = &mut s.conn();
+    let used = |c: &mut redis::Connection| -> i64 {
+        let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = used(c);
+    let mut rng = Rng(99);
+    let calls = 1_000_000;
+    let batch = 5_000;
+    for b in 0..calls / batch {
+        s.set_time(T0 + b as i64 * 20 * MS);
+        let mut p = redis::pipe();
+        for _ in 0..batch {
+            let k = rng.below(50_000);
+            let _ = match rng.below(4) {
+                0 => p
+                    .cmd("CL.THROTTLE")
+                    .arg(format!("c:{k}"))
+                    .arg(5)
+                    .arg(10)
+                    .arg(10),
+                1 => p.cmd("SW.ALLOW").arg(format!("s:{k}")).arg(5).arg(10),
+                2 => p
+                    .cmd("SW.ALLOW")
+                    .arg(format!("a:{k}"))
+                    .arg(5)
+                    .arg(10)
+                    .arg("APPROX"),
+                _ => p.cmd("FW.INCR").arg(format!("f:{k}")).arg(5).arg(10),
+            }
+            .ignore();
+        }
+        p.query::<()>(c).unwrap();
+    }
+    let keys: i64 = redis::cmd("DBSIZE").query(c).unwrap();
+    assert!(keys > 100_000, "only {keys} keys");
+    // Past the longest window (an APPROX key lives two windows).
+    s.set_time(T0 + (calls / batch) as i64 * 20 * MS + 21 * SEC);
+    eventually("every key to expire", || {
+        redis::cmd("DBSIZE").query::<i64>(c).unwrap() == 0
+    });
+    eventually("memory to be returned", || used(c) - before < 1 << 20);
+}
