@@ -1,0 +1,67 @@
+//! Nanoseconds per decision of each limiter, without Redis.
+
+use cell_core::fixed::{Counter as FwCounter, FixedWindow};
+use cell_core::gcra::Gcra;
+use cell_core::sliding::{self, Log, SlidingWindow};
+use cell_core::sliding_approx::ApproxWindow;
+use criterion::{criterion_group, criterion_main, Criterion};
+use std::hint::black_box;
+
+const NOW: i64 = 1_700_000_000_000_000_000;
+const SEC: i64 = 1_000_000_000;
+
+fn decisions(c: &mut Criterion) {
+    let gcra = Gcra::new(15, 30, 60 * SEC).unwrap();
+    c.bench_function("gcra decide", |b| {
+        b.iter(|| gcra.decide(black_box(Some(NOW + 10 * SEC)), black_box(NOW), 1))
+    });
+
+    for limit in [100i64, 10_000] {
+        let sw = SlidingWindow::new(limit, 60 * SEC).unwrap();
+        let mut log = Log::new();
+        let step = 60 * SEC / limit;
+        for i in 0..limit / 2 {
+            sliding::record(&mut log, 60 * SEC, NOW - 60 * SEC + i * step * 2, 1).unwrap();
+        }
+        c.bench_function(&format!("sliding log decide, {} entries", limit / 2), |b| {
+            b.iter(|| sw.decide(black_box(&log), black_box(NOW), 1))
+        });
+        c.bench_function(
+            &format!("sliding log decide + record, limit {limit}"),
+            |b| {
+                let mut log = log.clone();
+                let mut now = NOW;
+                b.iter(|| {
+                    now += step;
+                    if let (
+                        sliding::Decision::Allowed {
+                            record_at: Some(at),
+                        },
+                        _,
+                    ) = sw.decide(&log, now, 1)
+                    {
+                        sliding::record(&mut log, 60 * SEC, at, 1).unwrap();
+                    }
+                })
+            },
+        );
+    }
+
+    let approx = ApproxWindow::new(100, 60 * SEC).unwrap();
+    let state = cell_core::sliding_approx::record(None, 60 * SEC, NOW, 40);
+    c.bench_function("sliding counter (APPROX) decide", |b| {
+        b.iter(|| approx.decide(black_box(Some(state)), black_box(NOW + SEC), 1))
+    });
+
+    let fw = FixedWindow::new(100, 60 * SEC, false).unwrap();
+    let counter = FwCounter {
+        count: 40,
+        expire_at_ms: Some(NOW / 1_000_000 + 30_000),
+    };
+    c.bench_function("fixed window decide", |b| {
+        b.iter(|| fw.decide(black_box(Some(counter)), black_box(NOW), 1))
+    });
+}
+
+criterion_group!(benches, decisions);
+criterion_main!(benches);
