@@ -35,6 +35,7 @@ pub const MODULE_VERSION_TEXT: &str = env!("CARGO_PKG_VERSION");
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     clock::init();
+    store::init();
     register::register_all(ctx)
 }
 

@@ -6,12 +6,28 @@ use crate::window_type::{self, WINDOW_TYPE};
 use cell_core::window_state::WindowState;
 use redis_module::{raw, Context};
 use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+/// `PXAT`, created once and shared by every replicated `SET`, so that
+/// replicating a write allocates one argument object fewer.
+static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Creates the shared strings; called once at load.
+pub fn init() {
+    if let Some(create) = api!(RedisModule_CreateString) {
+        // SAFETY: a NULL context creates a string owned by the module that
+        // lives until freed, which it never is.
+        let s = unsafe { create(std::ptr::null_mut(), c"PXAT".as_ptr(), 4) };
+        PXAT.store(s, Ordering::Relaxed);
+    }
+}
 
 /// An open key, closed on drop.
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     inner: *mut raw::RedisModuleKey,
+    write: bool,
 }
 
 impl Key {
@@ -27,6 +43,7 @@ impl Key {
             ctx: ctx.ctx,
             name,
             inner,
+            write,
         }
     }
 
@@ -42,13 +59,20 @@ impl Key {
     }
 
     /// The bytes of a string key, `None` if the key does not exist, and
-    /// WRONGTYPE for any other type.
+    /// WRONGTYPE for any other type. On a key opened for writing, the value
+    /// is made a private raw string once, so that later writes update it in
+    /// place without allocating or looking the key up again.
     pub fn string(&self) -> Result<Option<&[u8]>, CmdError> {
         match self.key_type() {
             raw::KeyType::Empty => Ok(None),
             raw::KeyType::String => {
                 let mut len: libc::size_t = 0;
-                let ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::READ);
+                let mode = if self.write {
+                    raw::KeyMode::WRITE
+                } else {
+                    raw::KeyMode::READ
+                };
+                let ptr = raw::string_dma(self.inner, &mut len, mode);
                 if ptr.is_null() {
                     return Err(error::WRONG_TYPE);
                 }
@@ -86,37 +110,48 @@ impl Key {
     ) -> Result<(), CmdError> {
         let mut buf = itoa_buf();
         let text = format_i64(value, &mut buf);
-        let set = api!(RedisModule_StringSet).ok_or(error::INTERNAL)?;
-        let create = api!(RedisModule_CreateString).ok_or(error::INTERNAL)?;
-        let free = api!(RedisModule_FreeString).ok_or(error::INTERNAL)?;
-        // SAFETY: the buffer is valid for `len` bytes; the created string is
-        // freed right after Redis copied it into the key.
-        unsafe {
-            let s = create(self.ctx, text.as_ptr().cast::<c_char>(), text.len());
-            let status = set(self.inner, s);
-            free(self.ctx, s);
-            if status != raw::Status::Ok as c_int {
-                return Err(error::INTERNAL);
-            }
-        }
+        self.overwrite_string(text)?;
         self.set_abs_expire(expire_at_ms)?;
         self.notify(raw::NotifyEvent::STRING, event);
-        if let Some(replicate) = api!(RedisModule_Replicate) {
-            // SAFETY: the format "sbcl" matches the arguments: a module
-            // string, a buffer with its length, a C string and a long long.
+        let pxat = PXAT.load(Ordering::Relaxed);
+        if let (Some(replicate), false) = (api!(RedisModule_Replicate), pxat.is_null()) {
+            // SAFETY: the format "sbsl" matches the arguments: a module
+            // string, a buffer with its length, a module string and a long
+            // long; Redis takes its own references.
             unsafe {
                 replicate(
                     self.ctx,
                     c"SET".as_ptr(),
-                    c"sbcl".as_ptr(),
+                    c"sbsl".as_ptr(),
                     self.name,
                     text.as_ptr().cast::<c_char>(),
                     text.len(),
-                    c"PXAT".as_ptr(),
+                    pxat,
                     expire_at_ms as libc::c_longlong,
                 );
             }
         }
+        Ok(())
+    }
+
+    /// Replaces the string value through direct memory access: in place
+    /// when the length is unchanged (the common case for a TAT), resized
+    /// otherwise; an absent key is created.
+    fn overwrite_string(&self, text: &[u8]) -> Result<(), CmdError> {
+        let mut len: libc::size_t = 0;
+        let mut ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::WRITE);
+        if ptr.is_null() || len != text.len() {
+            if raw::string_truncate(self.inner, text.len()) != raw::Status::Ok {
+                return Err(error::INTERNAL);
+            }
+            ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::WRITE);
+        }
+        if ptr.is_null() || len != text.len() {
+            return Err(error::INTERNAL);
+        }
+        // SAFETY: Redis returned `len` writable bytes owned by the key, which
+        // stays open and unmodified by anything else during this copy.
+        unsafe { std::ptr::copy_nonoverlapping(text.as_ptr(), ptr.cast::<u8>(), len) };
         Ok(())
     }
 

@@ -16,12 +16,34 @@ pub enum ParseError {
 }
 
 /// A signed 64-bit integer in the forms Rust and the original redis-cell
-/// accept: optional sign, ASCII digits, nothing else.
+/// accept: an optional `+` or `-`, then ASCII digits, nothing else. Runs on
+/// every argument and every stored value, so it works on bytes directly.
 pub fn integer(arg: &[u8]) -> Result<i64, ParseError> {
-    std::str::from_utf8(arg)
-        .ok()
-        .and_then(|s| s.parse::<i64>().ok())
-        .ok_or(ParseError::NotInteger)
+    let (negative, digits) = match arg.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        return Err(ParseError::NotInteger);
+    }
+    // Accumulate negatively so that i64::MIN parses without overflow.
+    let mut value: i64 = 0;
+    for &b in digits {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return Err(ParseError::NotInteger);
+        }
+        value = value
+            .checked_mul(10)
+            .and_then(|v| v.checked_sub(i64::from(d)))
+            .ok_or(ParseError::NotInteger)?;
+    }
+    if negative {
+        Ok(value)
+    } else {
+        value.checked_neg().ok_or(ParseError::NotInteger)
+    }
 }
 
 /// A duration given in seconds, as an integer (`60`) or a decimal with at
@@ -136,6 +158,18 @@ mod tests {
         fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             let _ = integer(&bytes);
             let _ = seconds_as_nanos(&bytes);
+        }
+
+        #[test]
+        fn integers_parse_as_rust_does(bytes in proptest::collection::vec(
+            proptest::sample::select(b"+-0123456789x ".to_vec()), 0..22)) {
+            let rust = std::str::from_utf8(&bytes).unwrap().parse::<i64>().ok();
+            prop_assert_eq!(integer(&bytes).ok(), rust);
+        }
+
+        #[test]
+        fn any_i64_round_trips(v in any::<i64>()) {
+            prop_assert_eq!(integer(v.to_string().as_bytes()), Ok(v));
         }
 
         #[test]
