@@ -228,6 +228,7 @@ def chart(rows, path: Path):
     ax.barh(names, values, color=colors)
     ax.set_xlabel("operations per second (redis-benchmark -c 50 -P 16, median of rounds)")
     ax.set_title("redis-cell commands vs INCR and Lua-script limiters")
+    ax.set_xlim(0, max(values) * 1.15)
     for i, v in enumerate(values):
         ax.text(v, i, f" {v / 1e3:,.0f}k", va="center", fontsize=8)
     fig.tight_layout()

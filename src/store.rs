@@ -102,16 +102,21 @@ impl Key {
     /// fires the keyspace event a `SET` would, and replicates the write as
     /// `SET key value PXAT expire_at_ms` so that replicas and the AOF hold
     /// the same value and the same absolute expiry as this server.
+    /// `current_expire_ms` is the key's expiry when the caller read it; an
+    /// unchanged expiry is not written again (two dictionary lookups saved).
     pub fn set_integer_expiring_at(
         &self,
         value: i64,
         expire_at_ms: i64,
+        current_expire_ms: Option<i64>,
         event: &'static std::ffi::CStr,
     ) -> Result<(), CmdError> {
         let mut buf = itoa_buf();
         let text = format_i64(value, &mut buf);
         self.overwrite_string(text)?;
-        self.set_abs_expire(expire_at_ms)?;
+        if current_expire_ms != Some(expire_at_ms) {
+            self.set_abs_expire(expire_at_ms)?;
+        }
         self.notify(raw::NotifyEvent::STRING, event);
         let pxat = PXAT.load(Ordering::Relaxed);
         if let (Some(replicate), false) = (api!(RedisModule_Replicate), pxat.is_null()) {

@@ -26,7 +26,10 @@ pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         Effect::Store {
             count,
             expire_at_ms,
-        } => key.set_integer_expiring_at(count, expire_at_ms, c"incrby")?,
+        } => {
+            let current = found.and_then(|c| c.expire_at_ms);
+            key.set_integer_expiring_at(count, expire_at_ms, current, c"incrby")?
+        }
         Effect::Expire { expire_at_ms } => key.expire_at(expire_at_ms)?,
     }
     Ok(Reply::Verdict(outcome.verdict))

@@ -53,7 +53,7 @@ fn run(
     let (decision, verdict) = gcra.decide(tat, now, quantity)?;
     if write {
         if let Decision::Allowed { tat, expire_at_ms } = decision {
-            key.set_integer_expiring_at(tat, expire_at_ms, c"set")?;
+            key.set_integer_expiring_at(tat, expire_at_ms, None, c"set")?;
         }
     }
     Ok(Reply::Verdict(verdict))
