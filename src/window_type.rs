@@ -19,7 +19,7 @@ pub static WINDOW_TYPE: RedisType = RedisType::new(
         rdb_save: Some(rdb_save),
         aof_rewrite: Some(aof_rewrite),
         mem_usage: Some(mem_usage),
-        digest: None,
+        digest: Some(digest),
         free: Some(free),
         aux_load: None,
         aux_save: None,
@@ -84,6 +84,24 @@ unsafe extern "C" fn aof_rewrite(
                 blob.len(),
             )
         };
+    }
+}
+
+/// Feeds `DEBUG DIGEST` the serialized state, so that equal windows on a
+/// master and its replicas digest equally.
+unsafe extern "C" fn digest(md: *mut raw::RedisModuleDigest, value: *mut c_void) {
+    // SAFETY: as in `rdb_save`.
+    let state = unsafe { &*value.cast::<WindowState>() };
+    let blob = state.encode();
+    if let (Some(add), Some(end)) = (
+        api!(RedisModule_DigestAddStringBuffer),
+        api!(RedisModule_DigestEndSequence),
+    ) {
+        // SAFETY: a live digest context and a buffer of `len` bytes.
+        unsafe {
+            add(md, blob.as_ptr().cast::<c_char>().cast_mut(), blob.len());
+            end(md);
+        }
     }
 }
 

@@ -124,6 +124,8 @@ impl Server {
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])
+            // For DEBUG DIGEST comparisons.
+            .args(["--enable-debug-command", "local"])
             .arg("--logfile")
             .arg(dir.join("server.log"))
             .env("LD_PRELOAD", shim_path())
