@@ -199,6 +199,13 @@ def micro() -> list[tuple[str, str]]:
     return results
 
 
+def approx_error() -> str:
+    return subprocess.run(
+        ["cargo", "run", "-q", "--release", "-p", "cell-core", "--example", "approx_vs_exact"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout
+
+
 def machine() -> str:
     cpu = platform.processor() or "unknown CPU"
     try:
@@ -266,6 +273,7 @@ def main():
     if micro_rows:
         lines += ["", "| core decision (criterion) | time per decision |", "|---|---:|"]
         lines += [f"| {n} | {t} |" for n, t in micro_rows]
+    lines += ["", approx_error().rstrip()]
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
