@@ -130,11 +130,7 @@ fn hostile_bytes_are_errors_not_crashes() {
 fn keys_of_other_types_and_junk_strings() {
     let s = Server::start();
     let c = &mut s.conn();
-    cmd(c, "LPUSH list a").unwrap();
-    cmd(c, "HSET hash f v").unwrap();
-    cmd(c, "SADD set m").unwrap();
-    cmd(c, "ZADD zset 1 m").unwrap();
-    cmd(c, "XADD stream * f v").unwrap();
+    keys_of_every_type(c);
     for key in ["list", "hash", "set", "zset", "stream"] {
         assert_eq!(err(c, &format!("CL.THROTTLE {key} 1 1 1")), WRONGTYPE);
         ping(c);
@@ -223,11 +219,7 @@ fn sliding_and_fixed_window_errors() {
 fn sliding_and_fixed_window_wrong_types() {
     let s = Server::start();
     let c = &mut s.conn();
-    cmd(c, "LPUSH list a").unwrap();
-    cmd(c, "HSET hash f v").unwrap();
-    cmd(c, "SADD set m").unwrap();
-    cmd(c, "ZADD zset 1 m").unwrap();
-    cmd(c, "XADD stream * f v").unwrap();
+    keys_of_every_type(c);
     cmd(c, "SET str 12").unwrap();
     five(c, "SW.ALLOW sw 5 10");
     for key in ["list", "hash", "set", "zset", "stream", "str"] {

@@ -65,11 +65,7 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
 fn random_arguments_never_hurt_the_server() {
     let s = Server::start();
     let c = &mut s.conn();
-    cmd(c, "LPUSH list a").unwrap();
-    cmd(c, "HSET hash f v").unwrap();
-    cmd(c, "SADD set m").unwrap();
-    cmd(c, "ZADD zset 1 m").unwrap();
-    cmd(c, "XADD stream * f v").unwrap();
+    keys_of_every_type(c);
     cmd(c, "SET junk \u{1}junk").unwrap();
     cmd(c, "SET tat 1700000005000000000").unwrap();
     five(c, "SW.ALLOW swlog 5 10 2");

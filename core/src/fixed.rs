@@ -6,6 +6,7 @@
 //! the key's expiry, which is the end of its window.
 
 use crate::reply::Verdict;
+use crate::saturate;
 use crate::{ParamError, NANOS_PER_MILLI};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,10 +119,6 @@ impl FixedWindow {
         };
         Outcome { effect, verdict }
     }
-}
-
-fn saturate(x: i128) -> i64 {
-    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 
 use crate::compat::{f64_quotient_trunc, whole_micros};
 use crate::reply::Verdict;
+use crate::saturate;
 use crate::{ParamError, NANOS_PER_MILLI};
 
 /// Validated parameters of one throttle.
@@ -132,10 +133,6 @@ impl Gcra {
         };
         saturate(whole.clamp(0, i128::from(self.limit)))
     }
-}
-
-fn saturate(x: i128) -> i64 {
-    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]

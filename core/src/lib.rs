@@ -30,3 +30,9 @@ pub enum ParamError {
     /// The nanosecond arithmetic of these parameters does not fit in 64 bits.
     Overflow,
 }
+
+/// An `i128` intermediate clamped into `i64`: durations and instants that
+/// only overflow for absurd stored states saturate instead of wrapping.
+pub(crate) fn saturate(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}

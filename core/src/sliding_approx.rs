@@ -15,6 +15,7 @@
 //! the `2 * limit` bound on random streams.
 
 use crate::reply::Verdict;
+use crate::saturate;
 use crate::ParamError;
 
 /// The counter state: two adjacent fixed windows.
@@ -175,10 +176,6 @@ impl Counter {
         let end = (i128::from(self.index) + 2) * i128::from(self.window);
         saturate(end / i128::from(crate::NANOS_PER_MILLI))
     }
-}
-
-fn saturate(x: i128) -> i64 {
-    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
 }
 
 #[cfg(test)]

@@ -397,3 +397,17 @@ pub fn snapshot(c: &mut redis::Connection, keys: &[String]) -> Vec<(String, Valu
         })
         .collect()
 }
+
+/// Creates a key of every built-in type (`list`, `hash`, `set`, `zset`,
+/// `stream`), for wrong-type checks.
+pub fn keys_of_every_type(c: &mut redis::Connection) {
+    for line in [
+        "LPUSH list a",
+        "HSET hash f v",
+        "SADD set m",
+        "ZADD zset 1 m",
+        "XADD stream * f v",
+    ] {
+        cmd(c, line).unwrap();
+    }
+}
