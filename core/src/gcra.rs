@@ -61,6 +61,16 @@ impl Gcra {
         self.limit
     }
 
+    /// The emission interval `T`, in nanoseconds.
+    pub fn emission(&self) -> i64 {
+        self.emission
+    }
+
+    /// The tolerance `DVT = T * limit`, in nanoseconds.
+    pub fn tolerance(&self) -> i64 {
+        self.tolerance
+    }
+
     /// Decides a request of `quantity` at `now` against the stored TAT
     /// (`None` for an absent key). Quantity 0 only looks: it is always
     /// allowed unless the stored state is over the current limit, and it
@@ -134,6 +144,3 @@ impl Gcra {
         saturate(whole.clamp(0, i128::from(self.limit)))
     }
 }
-
-#[cfg(test)]
-mod tests;

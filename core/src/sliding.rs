@@ -328,6 +328,10 @@ impl SlidingWindow {
         Ok(Self { limit, window })
     }
 
+    pub fn window(&self) -> i64 {
+        self.window
+    }
+
     /// Decides a request without changing the log.
     pub fn decide(&self, log: &Log, now: i64, quantity: i64) -> (Decision, Verdict) {
         let cutoff = now.saturating_sub(self.window);
@@ -399,6 +403,3 @@ pub fn expire_at_ms(log: &Log, window: i64) -> Option<i64> {
     log.newest()
         .map(|ts| ts.saturating_add(window) / crate::NANOS_PER_MILLI)
 }
-
-#[cfg(test)]
-mod tests;

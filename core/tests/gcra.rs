@@ -1,5 +1,8 @@
-use super::*;
-use crate::NANOS_PER_SEC;
+//! GCRA: the reference transcripts, a differential test against a
+//! floating-point model of the original, and the algorithm's invariants.
+
+use cell_core::gcra::{Decision, Gcra};
+use cell_core::{ParamError, NANOS_PER_MILLI, NANOS_PER_SEC};
 use proptest::prelude::*;
 
 const T0: i64 = 1_700_000_000 * NANOS_PER_SEC;
@@ -181,7 +184,7 @@ proptest! {
             for j in i..admitted.len() {
                 sum += admitted[j].1 as i128;
                 let span = (admitted[j].0 - admitted[i].0) as i128;
-                prop_assert!(sum * g.emission as i128 <= span + g.tolerance as i128);
+                prop_assert!(sum * g.emission() as i128 <= span + g.tolerance() as i128);
             }
         }
     }

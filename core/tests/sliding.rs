@@ -1,5 +1,8 @@
-use super::*;
-use crate::NANOS_PER_SEC;
+//! The exact sliding window log: boundaries, weights, encoding, memory,
+//! and its invariants over random call sequences.
+
+use cell_core::sliding::{record, Decision, Log, LogError, SlidingWindow};
+use cell_core::{NANOS_PER_MILLI, NANOS_PER_SEC};
 use proptest::prelude::*;
 
 const T0: i64 = 1_700_000_000 * NANOS_PER_SEC;
@@ -12,7 +15,7 @@ fn call(sw: &SlidingWindow, log: &mut Log, now: i64, q: i64) -> [i64; 5] {
         record_at: Some(at),
     } = decision
     {
-        record(log, sw.window, at, q).unwrap();
+        record(log, sw.window(), at, q).unwrap();
     }
     verdict.to_reply()
 }
@@ -133,7 +136,7 @@ proptest! {
         window_ms in 1i64..5_000,
         calls in prop::collection::vec((0i64..1_500_000_000, 0i64..5), 1..120),
     ) {
-        let window = window_ms * crate::NANOS_PER_MILLI;
+        let window = window_ms * NANOS_PER_MILLI;
         let sw = SlidingWindow::new(limit, window).unwrap();
         let mut log = Log::new();
         let mut now = T0;
@@ -145,7 +148,7 @@ proptest! {
             prop_assert!((0..=limit).contains(&verdict.remaining));
             match decision {
                 Decision::Allowed { record_at: Some(at) } => {
-                    record(&mut log, sw.window, at, q).unwrap();
+                    record(&mut log, sw.window(), at, q).unwrap();
                     admitted.push((at, q));
                 }
                 Decision::Allowed { record_at: None } => prop_assert_eq!(q, 0),
