@@ -114,10 +114,10 @@ impl Key {
         let mut buf = itoa_buf();
         let text = format_i64(value, &mut buf);
         self.overwrite_string(text)?;
+        self.notify(raw::NotifyEvent::STRING, event);
         if current_expire_ms != Some(expire_at_ms) {
             self.set_abs_expire(expire_at_ms)?;
         }
-        self.notify(raw::NotifyEvent::STRING, event);
         let pxat = PXAT.load(Ordering::Relaxed);
         if let (Some(replicate), false) = (api!(RedisModule_Replicate), pxat.is_null()) {
             // SAFETY: the format "sbsl" matches the arguments: a module
@@ -160,6 +160,7 @@ impl Key {
         Ok(())
     }
 
+    /// Sets the key's absolute expiry (Unix ms) and fires `expire`.
     pub fn set_abs_expire(&self, expire_at_ms: i64) -> Result<(), CmdError> {
         let status = if let Some(set_abs) = api!(RedisModule_SetAbsExpire) {
             // SAFETY: the key is open for writing and holds a value.
@@ -172,11 +173,12 @@ impl Key {
                 .unwrap_or(0);
             raw::set_expire(self.inner, expire_at_ms.saturating_sub(now_ms).max(0)) as c_int
         };
-        if status == raw::Status::Ok as c_int {
-            Ok(())
-        } else {
-            Err(error::INTERNAL)
+        if status != raw::Status::Ok as c_int {
+            return Err(error::INTERNAL);
         }
+        // As `SET ... PXAT` and `PEXPIREAT` do.
+        self.notify(raw::NotifyEvent::GENERIC, c"expire");
+        Ok(())
     }
 
     /// The key's absolute expiry in Unix milliseconds, `None` without TTL.
@@ -266,7 +268,6 @@ impl Key {
     /// Sets an absolute expiry and replicates it as `PEXPIREAT`.
     pub fn expire_at(&self, expire_at_ms: i64) -> Result<(), CmdError> {
         self.set_abs_expire(expire_at_ms)?;
-        self.notify(raw::NotifyEvent::GENERIC, c"expire");
         if let Some(replicate) = api!(RedisModule_Replicate) {
             // SAFETY: "sl" matches a module string and a long long.
             unsafe {

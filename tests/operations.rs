@@ -162,3 +162,47 @@ fn inside_multi_eval_and_functions() {
         .unwrap();
     assert_eq!(f, expect([0, 2, 0, -1, 20]));
 }
+
+#[test]
+fn writes_fire_keyspace_events() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "CONFIG SET notify-keyspace-events KEA").unwrap();
+    let mut sub = s.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    five(c, "CL.THROTTLE ev:cl 1 1 10");
+    five(c, "SW.ALLOW ev:sw 1 10");
+    five(c, "FW.INCR ev:fw 2 10");
+    five(c, "FW.INCR ev:fw 2 10");
+    five(c, "FW.INCR ev:fw 2 10"); // refused: no event
+    cmd(c, "SET ev:end 1").unwrap();
+    let mut events = Vec::new();
+    loop {
+        let msg = pubsub.get_message().unwrap();
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_string();
+        let key: String = msg.get_payload().unwrap();
+        if key == "ev:end" {
+            break;
+        }
+        events.push(format!("{event} {key}"));
+    }
+    assert_eq!(
+        events,
+        [
+            "set ev:cl",
+            "expire ev:cl",
+            "sw.allow ev:sw",
+            "expire ev:sw",
+            "incrby ev:fw",
+            "expire ev:fw",
+            "incrby ev:fw",
+        ]
+    );
+}

@@ -32,7 +32,6 @@ pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     if let Some(at) = record_at {
         apply(&mut key, window, at, quantity, approx)?;
         key.replicate_sw_record(window, at, quantity, approx);
-        key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
     }
     Ok(Reply::Verdict(verdict))
 }
@@ -63,8 +62,9 @@ fn counter(
     Ok((record_at, verdict))
 }
 
-/// Records a request at `at` and sets the key's expiry: the one write path,
-/// shared by `SW.ALLOW` on the master and `SW.RECORD` on replicas and AOF.
+/// Records a request at `at`, fires `sw.allow` and sets the key's expiry:
+/// the one write path, shared by `SW.ALLOW` on the master and `SW.RECORD`
+/// on replicas and AOF.
 fn apply(key: &mut Key, window: i64, at: i64, quantity: i64, approx: bool) -> Result<(), CmdError> {
     let expire_at_ms = match (key.window()?, approx) {
         (Some(WindowState::Approx(_)), false) => return Err(error::APPROX_KEY),
@@ -90,6 +90,7 @@ fn apply(key: &mut Key, window: i64, at: i64, quantity: i64, approx: bool) -> Re
             Some(c.expire_at_ms())
         }
     };
+    key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
     if let Some(ms) = expire_at_ms {
         key.set_abs_expire(ms)?;
     }
@@ -114,7 +115,6 @@ pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     }
     let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, true);
     apply(&mut key, window, at, quantity, approx)?;
-    key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
     ctx.replicate_verbatim();
     Ok(Reply::Ok)
 }
