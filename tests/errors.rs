@@ -197,10 +197,17 @@ fn sliding_and_fixed_window_errors() {
     let keys: Vec<String> = redis::cmd("KEYS").arg("*").query(c).unwrap();
     assert!(keys.is_empty(), "errors wrote {keys:?}");
 
+    cmd(c, "SW.RECORD rec 10000000000 1699999995000000000 1").unwrap();
     cmd(c, "SW.RECORD rec 10000000000 1700000000000000000 1").unwrap();
+    let before = cmd(c, "DUMP rec").unwrap();
     assert_eq!(
-        err(c, "SW.RECORD rec 10000000000 1699999999000000000 1"),
+        err(c, "SW.RECORD rec 1 1699999999000000000 1"),
         "ERR invalid SW.RECORD: needs window >= 1, at >= 0 and not before the newest entry, quantity >= 1"
+    );
+    assert_eq!(
+        cmd(c, "DUMP rec").unwrap(),
+        before,
+        "a refused record changes nothing"
     );
     five(c, "SW.ALLOW ex 5 10");
     five(c, "SW.ALLOW ap 5 10 APPROX");

@@ -391,9 +391,22 @@ impl SlidingWindow {
 }
 
 /// Applies an allowed request: drops what left the window at `at` and
-/// records the request. The same call replays the effect on replicas.
+/// records the request. The same call replays the effect on replicas. On
+/// error the log is unchanged.
 pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), LogError> {
-    log.purge(at.saturating_sub(window));
+    if quantity < 1 || at < 0 || log.newest().is_some_and(|newest| at < newest) {
+        return Err(LogError::BadEntry);
+    }
+    let cutoff = at.saturating_sub(window);
+    let leaving: i64 = log
+        .iter()
+        .take_while(|&(ts, _)| ts <= cutoff)
+        .map(|(_, q)| q)
+        .sum();
+    (log.total() - leaving)
+        .checked_add(quantity)
+        .ok_or(LogError::Overflow)?;
+    log.purge(cutoff);
     log.push(at, quantity)
 }
 

@@ -102,6 +102,28 @@ fn decode_rejects_inconsistent_data() {
     assert_eq!(Log::decode(&version), Err(LogError::Malformed));
 }
 
+#[test]
+fn a_refused_record_leaves_the_log_unchanged() {
+    let mut log = Log::new();
+    record(&mut log, 10 * S, T0, 3).unwrap();
+    record(&mut log, 10 * S, T0 + 20 * S, i64::MAX - 10).unwrap();
+    let before = log.clone();
+    // Older than the newest entry: refused before anything is purged.
+    assert_eq!(
+        record(&mut log, 10 * S, T0 + 19 * S, 1),
+        Err(LogError::BadEntry)
+    );
+    // The total would overflow even after the first entry leaves.
+    assert_eq!(
+        record(&mut log, 10 * S, T0 + 25 * S, 11),
+        Err(LogError::Overflow)
+    );
+    assert_eq!(record(&mut log, S, T0 + 25 * S, 0), Err(LogError::BadEntry));
+    assert_eq!(log, before);
+    record(&mut log, 10 * S, T0 + 25 * S, 10).unwrap();
+    assert_eq!(log.len(), 2, "the first entry left the window");
+}
+
 /// Bytes per recorded request with requests spread evenly over the window.
 fn bytes_per_request(limit: i64) -> f64 {
     let window = 60 * S;
