@@ -354,7 +354,8 @@ impl SlidingWindow {
         } else {
             // The oldest live entries must leave until the rest plus this
             // request fit: the entry that completes `need` sets the time.
-            let need = in_window + quantity - self.limit;
+            // quantity <= limit here, so this cannot overflow.
+            let need = in_window - (self.limit - quantity);
             let mut freed = 0i64;
             let mut at = now;
             for (ts, q) in live {

@@ -250,6 +250,23 @@ mod tests {
         }
     }
 
+    proptest! {
+        /// No 64-bit input or stored state makes a decision panic.
+        #[test]
+        fn never_panics(
+            limit in any::<i64>(), window in any::<i64>(), now in any::<i64>(), q in any::<i64>(),
+            index in any::<i64>(), previous in 0i64..=i64::MAX, current in 0i64..=i64::MAX,
+        ) {
+            if let Ok(a) = ApproxWindow::new(limit, window) {
+                let state = Counter { window, index, previous, current };
+                let (_, v) = a.decide(Some(state), now, q);
+                prop_assert!(v.remaining >= 0 && v.remaining <= limit);
+                let _ = v.to_reply();
+                let _ = record(Some(state), window, now, q.max(0)).expire_at_ms();
+            }
+        }
+    }
+
     /// The approximation against the exact log on one request stream:
     /// their admitted totals differ by a few percent on a steady stream.
     #[test]

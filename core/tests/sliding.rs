@@ -103,6 +103,14 @@ fn decode_rejects_inconsistent_data() {
 }
 
 #[test]
+fn a_full_log_at_the_largest_limit() {
+    let sw = SlidingWindow::new(i64::MAX, 10 * S).unwrap();
+    let mut log = Log::new();
+    assert_eq!(call(&sw, &mut log, T0, i64::MAX)[..3], [0, i64::MAX, 0]);
+    assert_eq!(call(&sw, &mut log, T0 + S, 1), [1, i64::MAX, 0, 9, 9]);
+}
+
+#[test]
 fn a_refused_record_leaves_the_log_unchanged() {
     let mut log = Log::new();
     record(&mut log, 10 * S, T0, 3).unwrap();
@@ -195,6 +203,26 @@ proptest! {
                 .map(|&(_, q)| q)
                 .sum();
             prop_assert!(in_window <= limit, "{} admitted in the window ending at {}", in_window, t);
+        }
+    }
+
+    /// No 64-bit input makes a decision or a record panic or overflow.
+    #[test]
+    fn never_panics(
+        limit in any::<i64>(), window in any::<i64>(), now in any::<i64>(), q in any::<i64>(),
+        entries in prop::collection::vec((0i64..=i64::MAX, 1i64..=i64::MAX), 0..4),
+    ) {
+        let mut log = Log::new();
+        for (ts, eq) in entries {
+            let _ = record(&mut log, window.max(1), ts, eq);
+        }
+        if let Ok(sw) = SlidingWindow::new(limit, window) {
+            let (decision, verdict) = sw.decide(&log, now, q);
+            prop_assert!(verdict.remaining >= 0 && verdict.remaining <= limit);
+            let _ = verdict.to_reply();
+            if let Decision::Allowed { record_at: Some(at) } = decision {
+                let _ = record(&mut log, window, at, q);
+            }
         }
     }
 
