@@ -253,3 +253,50 @@ fn a_million_calls_all_expire() {
     });
     eventually("memory to be returned", || used(c) - before < 1 << 20);
 }
+
+#[test]
+fn fifty_clients_on_the_real_clock_stay_within_the_rate() {
+    let s = Server::with(Options {
+        real_clock: true,
+        ..Options::default()
+    });
+    // (command, burst allowance, admitted per second)
+    let cases = [
+        ("CL.THROTTLE rt:cl 9 200 1", 10.0, 200.0),
+        ("SW.ALLOW rt:sw 50 0.25", 50.0, 200.0),
+        ("FW.INCR rt:fw 50 0.25", 50.0, 200.0),
+    ];
+    for (line, burst, rate) in cases {
+        let start = Instant::now();
+        let handles: Vec<_> = (0..50)
+            .map(|_| {
+                let mut c = s.conn();
+                std::thread::spawn(move || {
+                    let (mut calls, mut allowed) = (0, 0);
+                    let deadline = Instant::now() + Duration::from_millis(1500);
+                    while Instant::now() < deadline {
+                        allowed += i64::from(five(&mut c, line)[0] == 0);
+                        calls += 1;
+                    }
+                    (calls, allowed)
+                })
+            })
+            .collect();
+        let results: Vec<(i64, i64)> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let elapsed = start.elapsed().as_secs_f64();
+        let allowed: i64 = results.iter().map(|r| r.1).sum();
+        let calls: i64 = results.iter().map(|r| r.0).sum();
+        // A window-based limiter can admit a full window at each boundary,
+        // so allow one extra window on top of the rate.
+        let bound = burst * 2.0 + rate * elapsed;
+        assert!(
+            (allowed as f64) <= bound,
+            "{line}: admitted {allowed} of {calls} in {elapsed:.2}s, bound {bound:.0}"
+        );
+        assert!(
+            (allowed as f64) >= rate * 1.5 * 0.5,
+            "{line}: admitted only {allowed} of {calls} in {elapsed:.2}s"
+        );
+        assert!(calls > allowed * 2, "{line}: the clients did not contend");
+    }
+}
