@@ -64,15 +64,20 @@ fn shim_path() -> PathBuf {
     .clone()
 }
 
+/// A port that is free now, in 10000..20000: below the kernel's ephemeral
+/// range (so no client connection or replication link can be holding it)
+/// and with its cluster bus port (+10000) in 20000..30000, also below it.
 fn free_port() -> u16 {
-    // Ports handed out by the kernel, offset by a per-process counter so
-    // that servers started back to back in one test never collide.
-    static BUMP: AtomicU32 = AtomicU32::new(0);
-    BUMP.fetch_add(1, Ordering::Relaxed);
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(7919) % 10_000;
+    loop {
+        let offset = (start + NEXT.fetch_add(1, Ordering::Relaxed)) % 10_000;
+        let port = 10_000 + offset as u16;
+        let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+        if free(port) && free(port + 10_000) {
+            return port;
+        }
+    }
 }
 
 /// One server process, killed when dropped.
@@ -111,7 +116,23 @@ impl Server {
         if opts.real_clock {
             fs::write(&clock, "").expect("clear clock");
         }
-        let port = free_port();
+        // Another process may take the port between our check and the
+        // server's bind: start again on another port when that happens.
+        for _ in 0..10 {
+            let port = free_port();
+            match Self::spawn(&opts, &module, &dir, &clock, port) {
+                Some(server) => return server,
+                None => continue,
+            }
+        }
+        panic!("could not find a free port for the test server");
+    }
+
+    /// Starts a server on `port`; `None` if the port was taken meanwhile.
+    fn spawn(opts: &Options, module: &Path, dir: &Path, clock: &Path, port: u16) -> Option<Self> {
+        let dir = dir.to_path_buf();
+        let clock = clock.to_path_buf();
+        let _ = fs::remove_file(dir.join("server.log"));
         let mut cmd = Command::new(server_binary());
         cmd.arg("--port")
             .arg(port.to_string())
@@ -120,7 +141,7 @@ impl Server {
             .arg("--dir")
             .arg(&dir)
             .arg("--loadmodule")
-            .arg(&module)
+            .arg(module)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])
@@ -145,29 +166,40 @@ impl Server {
             child,
             clock,
         };
-        server.wait_ready();
-        server
+        server.wait_ready().then_some(server)
     }
 
-    /// Waits (bounded) until the server answers PING; fails with its log if
-    /// it exited, which is what a module that fails to load does.
-    fn wait_ready(&mut self) {
+    /// Waits (bounded) until this very process answers PING with the module
+    /// loaded; `false` if it could not bind its port, and a failure with its
+    /// log if it exited for any other reason (a module that fails to load).
+    fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
-                panic!(
-                    "server exited ({status}) before answering; log:\n{}",
-                    self.log()
-                );
+                let log = self.log();
+                if log.contains("Address already in use") {
+                    return false;
+                }
+                panic!("server exited ({status}) before answering; log:\n{log}");
             }
             if let Ok(mut c) = self.try_connect() {
-                if redis::cmd("PING").query::<String>(&mut c).is_ok() {
+                let pid = redis::cmd("INFO")
+                    .arg("server")
+                    .query::<String>(&mut c)
+                    .ok()
+                    .and_then(|info| {
+                        info.lines()
+                            .find_map(|l| l.strip_prefix("process_id:"))
+                            .and_then(|p| p.trim().parse::<u32>().ok())
+                    });
+                // Another test's server on this port is not ours.
+                if pid == Some(self.child.id()) {
                     let modules: Value = redis::cmd("MODULE").arg("LIST").query(&mut c).unwrap();
                     assert!(
                         format!("{modules:?}").contains("redis-cell"),
                         "module not loaded: {modules:?}"
                     );
-                    return;
+                    return true;
                 }
             }
             assert!(
