@@ -156,6 +156,21 @@ impl Log {
         }
     }
 
+    /// The total quantity of the entries at or before `cutoff` (those that
+    /// have left a window ending `cutoff + window`), and the entries after
+    /// it, walking the expired prefix once.
+    pub fn split_at(&self, cutoff: i64) -> (i64, Entries<'_>) {
+        let mut entries = self.iter();
+        let mut expired = 0i64;
+        loop {
+            let rest = entries.clone();
+            match entries.next() {
+                Some((ts, q)) if ts <= cutoff => expired = expired.saturating_add(q),
+                _ => return (expired, rest),
+            }
+        }
+    }
+
     /// A self-contained serialisation (for RDB, AOF rewrite and `DUMP`):
     /// a version byte, the entry count, the total, the first and last
     /// times, then the entries, the first one with a zero delta.
@@ -235,6 +250,7 @@ impl Log {
 }
 
 /// Iterator over a log's entries.
+#[derive(Clone)]
 pub struct Entries<'a> {
     bytes: &'a [u8],
     pos: usize,
@@ -334,16 +350,10 @@ impl SlidingWindow {
 
     /// Decides a request without changing the log.
     pub fn decide(&self, log: &Log, now: i64, quantity: i64) -> (Decision, Verdict) {
-        let cutoff = now.saturating_sub(self.window);
-        let mut live = log.iter().skip_while(|&(ts, _)| ts <= cutoff).peekable();
-        let oldest_live = live.peek().copied();
-        let stale: i64 = log
-            .iter()
-            .take_while(|&(ts, _)| ts <= cutoff)
-            .map(|(_, q)| q)
-            .sum();
+        let (stale, live) = log.split_at(now.saturating_sub(self.window));
+        let mut live = live.peekable();
         let in_window = log.total - stale;
-        let newest_live = oldest_live.map(|_| log.last_ts);
+        let newest_live = live.peek().map(|_| log.last_ts);
 
         let fits = self.limit > 0 && quantity <= self.limit;
         let decision = if !fits || quantity < 0 {
@@ -399,11 +409,7 @@ pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), 
         return Err(LogError::BadEntry);
     }
     let cutoff = at.saturating_sub(window);
-    let leaving: i64 = log
-        .iter()
-        .take_while(|&(ts, _)| ts <= cutoff)
-        .map(|(_, q)| q)
-        .sum();
+    let (leaving, _) = log.split_at(cutoff);
     (log.total() - leaving)
         .checked_add(quantity)
         .ok_or(LogError::Overflow)?;
