@@ -74,10 +74,7 @@ impl ApproxWindow {
         let decision = if !fits {
             Decision::NeverFits
         } else if used + i128::from(quantity) <= i128::from(self.limit) {
-            let counter = (quantity > 0).then(|| Counter {
-                current: c.current.saturating_add(quantity),
-                ..c
-            });
+            let counter = (quantity > 0).then(|| record(Some(c), self.window, now, quantity));
             Decision::Allowed { counter }
         } else {
             Decision::Limited {
