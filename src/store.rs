@@ -118,16 +118,23 @@ impl Key {
         if current_expire_ms != Some(expire_at_ms) {
             self.set_abs_expire(expire_at_ms)?;
         }
-        let pxat = PXAT.load(Ordering::Relaxed);
-        if let (Some(replicate), false) = (api!(RedisModule_Replicate), pxat.is_null()) {
-            // SAFETY: the format "sbsl" matches the arguments: a module
-            // string, a buffer with its length, a module string and a long
-            // long; Redis takes its own references.
+        if let Some(replicate) = api!(RedisModule_Replicate) {
+            // The shared PXAT string when it exists, a C string otherwise:
+            // the write is replicated either way.
+            let pxat = PXAT.load(Ordering::Relaxed);
+            let (fmt, pxat) = if pxat.is_null() {
+                (c"sbcl", c"PXAT".as_ptr().cast_mut().cast())
+            } else {
+                (c"sbsl", pxat)
+            };
+            // SAFETY: the format matches the arguments: a module string, a
+            // buffer with its length, a module string (or C string) and a
+            // long long; Redis takes its own references or copies.
             unsafe {
                 replicate(
                     self.ctx,
                     c"SET".as_ptr(),
-                    c"sbsl".as_ptr(),
+                    fmt.as_ptr(),
                     self.name,
                     text.as_ptr().cast::<c_char>(),
                     text.len(),
