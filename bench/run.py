@@ -8,6 +8,7 @@ rounds (median). Then a memory table and the core's micro-benchmarks.
 
     bench/run.py                      # full run, writes bench/results.md and bench/ops.png
     bench/run.py --rounds 1 --requests 200000 --no-micro   # quick look
+    bench/run.py --server redis-8.2   # another server of scripts/servers (a name or a path)
 
 Set CELL_REFERENCE_MODULE=/path/to/other/libredis_cell.so to measure another
 module's CL.THROTTLE (e.g. the original redis-cell) on its own server in the
@@ -28,6 +29,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "target" / "release" / "libredis_cell.so"
 KEYSPACE = 100_000
+# scripts/deps installs redis-py here.
+sys.path.insert(0, str(ROOT / "target" / "deps" / "python"))
+# The server binary, set from --server in main().
+SERVER = "redis-server"
+
+
+def resolve_server(name: str) -> str:
+    """A server of the test matrix by name (scripts/servers), or a path."""
+    out = subprocess.run([ROOT / "scripts" / "servers"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        known, path = line.split(" ", 1)
+        if known == name:
+            return path
+    return name
 
 
 def free_port() -> int:
@@ -42,7 +57,7 @@ class Server:
 
         self.port = free_port()
         self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+            [SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
              "--save", "", "--appendonly", "no", "--loadmodule", str(module)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
@@ -215,8 +230,9 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    version = subprocess.run(["redis-server", "--version"], capture_output=True, text=True).stdout.split()[2]
-    return f"{os.cpu_count()} cores, {cpu}, Linux {platform.release()}, redis-server {version}"
+    words = subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.split()
+    server = f"{words[0]} {words[2].removeprefix('v=')}" if len(words) > 2 else SERVER
+    return f"{os.cpu_count()} cores, {cpu}, Linux {platform.release()}, {server}"
 
 
 def chart(rows, path: Path):
@@ -248,10 +264,14 @@ def main():
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--pipeline", type=int, default=16)
+    ap.add_argument("--server", default="redis-server",
+                    help="server binary: a path, or a name from scripts/servers (redis-8.2, valkey-9.1, ...)")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-micro", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
     args = ap.parse_args()
+    global SERVER
+    SERVER = resolve_server(args.server)
 
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release"], cwd=ROOT, check=True)

@@ -55,11 +55,16 @@ fn python_example_sends_429_with_retry_after() {
         ))
         .arg("bob")
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
+        // scripts/deps installs redis-py there.
+        .env(
+            "PYTHONPATH",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/target/deps/python"),
+        )
         .output()
         .expect("python3 is needed to run the Python example");
     assert!(
         out.status.success(),
-        "python example failed (is redis-py installed?): {}",
+        "python example failed (redis-py comes from scripts/deps): {}",
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).unwrap();

@@ -5,11 +5,24 @@
  * that instant, for Redis and for the module alike, so tests can step time
  * without sleeping. Every other clock is passed through.
  *
- * Only raw syscalls are used (no malloc, no dlsym): Debian's jemalloc-linked
- * redis-server calls the clock while its allocator is initialising.
+ * The clock functions use raw syscalls only (no malloc, no dlsym): Debian's
+ * jemalloc-linked redis-server calls the clock while its allocator is
+ * initialising.
+ *
+ * Valkey 9 reads the wall clock (gettimeofday) at most once a millisecond
+ * and advances it in between with the processor's time-stamp counter, which
+ * no preloaded library can step: right after a test steps the clock, Valkey
+ * would still see the old instant. It uses the counter only when
+ * /proc/cpuinfo lists the constant_tsc flag (its monotonicInit), and
+ * otherwise calls gettimeofday on every read, as the other servers do. So
+ * while a test instant is set at start-up, fopen("/proc/cpuinfo") opens an
+ * empty file instead.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <stddef.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -73,4 +86,23 @@ time_t time(time_t *out) {
     clock_gettime(CLOCK_REALTIME, &ts);
     if (out) *out = ts.tv_sec;
     return ts.tv_sec;
+}
+
+typedef FILE *(*fopen_fn)(const char *, const char *);
+
+static FILE *open_hiding_cpuinfo(const char *symbol, const char *path, const char *mode) {
+    /* Resolved on use: fopen allocates, so the allocator is ready by then. */
+    fopen_fn real = (fopen_fn)dlsym(RTLD_NEXT, symbol);
+    if (!real) return NULL;
+    if (path && strcmp(path, "/proc/cpuinfo") == 0 && fake_nanos() >= 0)
+        path = "/dev/null";
+    return real(path, mode);
+}
+
+FILE *fopen(const char *path, const char *mode) {
+    return open_hiding_cpuinfo("fopen", path, mode);
+}
+
+FILE *fopen64(const char *path, const char *mode) {
+    return open_hiding_cpuinfo("fopen64", path, mode);
 }

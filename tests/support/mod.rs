@@ -42,6 +42,55 @@ pub fn server_binary() -> String {
     std::env::var("REDIS_SERVER").unwrap_or_else(|_| "redis-server".to_string())
 }
 
+/// The server under test, as `--version` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServerVersion {
+    pub valkey: bool,
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl ServerVersion {
+    /// Whether the server has what Redis `major.minor` has. Every Valkey
+    /// (forked from Redis 7.2) has all of Redis 7.2.
+    pub fn has_redis(&self, major: u32, minor: u32) -> bool {
+        let own = if self.valkey {
+            (7, 2)
+        } else {
+            (self.major, self.minor)
+        };
+        own >= (major, minor)
+    }
+
+    /// Functions, `EVAL_RO`, `PEXPIRETIME`, `COMMAND DOCS`, key specs and
+    /// `enable-debug-command` all came with Redis 7.0.
+    pub fn has_7_0(&self) -> bool {
+        self.has_redis(7, 0)
+    }
+}
+
+/// The version of [`server_binary`], read once.
+pub fn server_version() -> ServerVersion {
+    static VERSION: std::sync::OnceLock<ServerVersion> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let out = Command::new(server_binary())
+            .arg("--version")
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {} --version: {e}", server_binary()));
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let v = text
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("v="))
+            .unwrap_or_else(|| panic!("no version in {text:?}"));
+        let mut parts = v.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+        ServerVersion {
+            valkey: text.starts_with("Valkey"),
+            major: parts.next().unwrap_or(0),
+            minor: parts.next().unwrap_or(0),
+        }
+    })
+}
+
 /// Builds the clock shim once per test binary (atomically, since test
 /// binaries may run in parallel).
 fn shim_path() -> PathBuf {
@@ -145,15 +194,22 @@ impl Server {
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])
-            // For DEBUG DIGEST comparisons.
-            .args(["--enable-debug-command", "local"])
             .arg("--logfile")
             .arg(dir.join("server.log"))
             .env("LD_PRELOAD", shim_path())
             .env("CELL_FAKETIME_FILE", &clock)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            // A configuration the server refuses is reported on stderr.
+            .stderr(
+                fs::File::create(dir.join("server.stderr"))
+                    .map(Stdio::from)
+                    .unwrap_or_else(|_| Stdio::null()),
+            );
+        if server_version().has_7_0() {
+            // For DEBUG DIGEST comparisons (always allowed before 7.0).
+            cmd.args(["--enable-debug-command", "local"]);
+        }
         for (k, v) in &opts.config {
             cmd.arg(format!("--{k}")).arg(v);
         }
@@ -222,8 +278,11 @@ impl Server {
         self.try_connect().expect("connect to test server")
     }
 
+    /// The server's log, and what it wrote to stderr.
     pub fn log(&self) -> String {
-        fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+        let log = fs::read_to_string(self.dir.join("server.log")).unwrap_or_default();
+        let stderr = fs::read_to_string(self.dir.join("server.stderr")).unwrap_or_default();
+        format!("{log}{stderr}")
     }
 
     /// Sets the server's wall clock (nanoseconds since the epoch).
@@ -424,10 +483,30 @@ pub fn snapshot(c: &mut redis::Connection, keys: &[String]) -> Vec<(String, Valu
     keys.iter()
         .map(|k| {
             let dump: Value = redis::cmd("DUMP").arg(k).query(c).unwrap();
-            let at: i64 = redis::cmd("PEXPIRETIME").arg(k).query(c).unwrap();
-            (k.clone(), dump, at)
+            (k.clone(), dump, expire_time_ms(c, k))
         })
         .collect()
+}
+
+/// `PEXPIRETIME key`: the absolute expiry in Unix ms, -1 without one, -2
+/// for no key. Before Redis 7.0, derived from the server's `TIME` and
+/// `PTTL` read in one transaction, which is exact on a frozen clock.
+pub fn expire_time_ms(c: &mut redis::Connection, key: &str) -> i64 {
+    if server_version().has_7_0() {
+        return redis::cmd("PEXPIRETIME").arg(key).query(c).unwrap();
+    }
+    let ((secs, micros), pttl): ((i64, i64), i64) = redis::pipe()
+        .atomic()
+        .cmd("TIME")
+        .cmd("PTTL")
+        .arg(key)
+        .query(c)
+        .unwrap();
+    if pttl < 0 {
+        pttl
+    } else {
+        secs * 1000 + micros / 1000 + pttl
+    }
 }
 
 /// Creates a key of every built-in type (`list`, `hash`, `set`, `zset`,
@@ -442,4 +521,15 @@ pub fn keys_of_every_type(c: &mut redis::Connection) {
     ] {
         cmd(c, line).unwrap();
     }
+}
+
+/// `want`, an error text as Redis 7.0 and later send it, as the server under
+/// test sends it for `line`: before 7.0 the wrong-arity error names the
+/// command as the client spelled it, not in lower case.
+pub fn as_server_says(line: &str, want: &str) -> String {
+    let sent = line.split_whitespace().next().unwrap_or_default();
+    if server_version().has_7_0() || !want.starts_with("ERR wrong number of arguments") {
+        return want.to_string();
+    }
+    want.replace(&format!("'{}'", sent.to_lowercase()), &format!("'{sent}'"))
 }
