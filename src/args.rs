@@ -60,57 +60,56 @@ impl<'a> Args<'a> {
         Ok(parse::integer(self.bytes(i).unwrap_or_default())?)
     }
 
-    /// A duration in seconds (integer or up to 9 decimals), in nanoseconds.
-    pub fn seconds(&self, i: usize) -> Result<i64, CmdError> {
-        Ok(parse::seconds_as_nanos(self.bytes(i).unwrap_or_default())?)
-    }
-
-    /// The optional quantity at `i`: 1 when absent, an error when negative.
-    pub fn quantity(&self, i: usize) -> Result<i64, CmdError> {
-        match self.bytes(i) {
-            None => Ok(1),
-            Some(b) => quantity(b),
-        }
-    }
-
-    /// `[quantity] [FLAG]` from position `i` on, in either order: the
-    /// quantity (default 1) and whether `flag` was given.
-    pub fn quantity_and_flag(&self, i: usize, flag: &str) -> Result<(i64, bool), CmdError> {
-        let (mut q, mut seen) = (None, false);
-        for j in i..self.len() {
-            let b = self.bytes(j).unwrap_or_default();
-            if b.eq_ignore_ascii_case(flag.as_bytes()) {
-                if seen {
-                    return Err(error::SYNTAX);
+    /// The optional words from `from` on, in any order: each of `flags`
+    /// (case-insensitive) at most once, and, when `with_quantity`, at most
+    /// one quantity (an integer `>= 0`; 1 when absent). A repeated flag or
+    /// quantity is a syntax error; any other word is read as the quantity.
+    pub fn options(
+        &self,
+        from: usize,
+        flags: &[&str],
+        with_quantity: bool,
+    ) -> Result<Options, CmdError> {
+        let mut options = Options {
+            quantity: 1,
+            flags: 0,
+        };
+        let mut quantity_seen = false;
+        for j in from..self.len() {
+            let word = self.bytes(j).unwrap_or_default();
+            match flags
+                .iter()
+                .position(|f| word.eq_ignore_ascii_case(f.as_bytes()))
+            {
+                Some(bit) if options.flags & (1 << bit) == 0 => options.flags |= 1 << bit,
+                Some(_) => return Err(error::SYNTAX),
+                None if with_quantity && !quantity_seen => {
+                    options.quantity = quantity(word)?;
+                    quantity_seen = true;
                 }
-                seen = true;
-            } else if q.is_some() {
-                return Err(error::SYNTAX);
-            } else {
-                q = Some(quantity(b)?);
+                None => return Err(error::SYNTAX),
             }
         }
-        Ok((q.unwrap_or(1), seen))
-    }
-
-    /// A non-negative integer limit at `i`.
-    pub fn limit(&self, i: usize) -> Result<i64, CmdError> {
-        match self.integer(i)? {
-            l if l < 0 => Err(error::NEGATIVE_LIMIT),
-            l => Ok(l),
-        }
-    }
-
-    /// A positive window in seconds at `i`, in nanoseconds.
-    pub fn window(&self, i: usize) -> Result<i64, CmdError> {
-        match self.seconds(i)? {
-            w if w < 1 => Err(error::WINDOW_NOT_POSITIVE),
-            w => Ok(w),
-        }
+        Ok(options)
     }
 }
 
-fn quantity(arg: &[u8]) -> Result<i64, CmdError> {
+/// What [`Args::options`] found.
+#[derive(Clone, Copy)]
+pub struct Options {
+    pub quantity: i64,
+    flags: u32,
+}
+
+impl Options {
+    /// Whether the `i`-th flag of the list given to [`Args::options`] was set.
+    pub fn has(&self, i: u32) -> bool {
+        self.flags & (1 << i) != 0
+    }
+}
+
+/// A quantity argument: an integer `>= 0`.
+pub fn quantity(arg: &[u8]) -> Result<i64, CmdError> {
     match parse::integer(arg)? {
         q if q < 0 => Err(error::NEGATIVE_QUANTITY),
         q => Ok(q),

@@ -46,6 +46,9 @@ pub const BAD_RECORD: CmdError = CmdError::Reply(
 );
 pub const BAD_PAYLOAD: CmdError =
     CmdError::Reply("ERR invalid SW.LOAD payload: not a serialized sliding window");
+pub const PAYLOAD_WITHOUT_WINDOW: CmdError = CmdError::Reply(
+    "ERR invalid SW.LOAD payload: written without its window (redis-cell 0.1.0), so its expiry is unknown",
+);
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
 

@@ -4,7 +4,7 @@
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::stats::{Outcome, Stats};
-use cell_core::reply::Verdict;
+use cell_core::reply::{Unit, Verdict};
 use redis_module::{raw, Context};
 use std::ffi::CString;
 use std::os::raw::c_int;
@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// What a command answers when it succeeds.
 pub enum Reply {
     /// `[limited, limit, remaining, retry_after, reset_after]`.
-    Verdict(Verdict),
+    Verdict(Verdict, Unit),
     /// `+OK`.
     Ok,
 }
@@ -39,13 +39,9 @@ pub fn dispatch(
     let result =
         catch_unwind(AssertUnwindSafe(|| run(&context, &args))).unwrap_or(Err(error::INTERNAL));
     let outcome = match result {
-        Ok(Reply::Verdict(v)) => {
-            reply_five(ctx, v.to_reply());
-            if v.limited {
-                Outcome::Limited
-            } else {
-                Outcome::Allowed
-            }
+        Ok(Reply::Verdict(v, unit)) => {
+            reply_integers(ctx, &v.to_reply_in(unit), None);
+            Outcome::of(&v)
         }
         Ok(Reply::Ok) => {
             raw::reply_with_simple_string(ctx, c"OK".as_ptr());
@@ -60,9 +56,10 @@ pub fn dispatch(
     raw::Status::Ok as c_int
 }
 
-fn reply_five(ctx: *mut raw::RedisModuleCtx, values: [i64; 5]) {
-    raw::reply_with_array(ctx, 5);
-    for v in values {
+/// An array of the integers, and one more at the end if given.
+fn reply_integers(ctx: *mut raw::RedisModuleCtx, values: &[i64], last: Option<i64>) {
+    raw::reply_with_array(ctx, (values.len() + usize::from(last.is_some())) as _);
+    for &v in values.iter().chain(last.as_ref()) {
         raw::reply_with_long_long(ctx, v);
     }
 }

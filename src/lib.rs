@@ -20,12 +20,13 @@ mod clock;
 mod commands;
 mod error;
 mod handler;
+mod limiter;
 mod register;
 mod stats;
 mod store;
 mod window_type;
 
-use redis_module::{redis_module, Context, RedisString, Status};
+use redis_module::{raw, redis_module, Context, RedisString, Status};
 use window_type::WINDOW_TYPE;
 
 /// Reported by `MODULE LIST`; bumped on every release.
@@ -34,6 +35,20 @@ pub const MODULE_VERSION: i32 = 1;
 pub const MODULE_VERSION_TEXT: &str = env!("CARGO_PKG_VERSION");
 
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    if let Some(set_options) = api!(RedisModule_SetModuleOptions) {
+        // - I/O errors: a damaged RDB or RESTORE payload is refused instead
+        //   of aborting the server, and replicas may load diskless.
+        // - Async loading (repl-diskless-load swapdb): the commands keep no
+        //   state outside their keys, so serving them from the old dataset
+        //   while a new one loads is safe.
+        // - No implicit "modified" signal: keys opened for writing are
+        //   signalled (WATCH, client tracking) only when written.
+        let options = raw::REDISMODULE_OPTIONS_HANDLE_IO_ERRORS
+            | raw::REDISMODULE_OPTIONS_HANDLE_REPL_ASYNC_LOAD
+            | raw::REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED;
+        // SAFETY: called during OnLoad with the load context.
+        unsafe { set_options(ctx.ctx, options as std::os::raw::c_int) };
+    }
     clock::init();
     store::init();
     register::register_all(ctx)

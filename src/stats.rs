@@ -22,6 +22,17 @@ pub enum Outcome {
     Error,
 }
 
+impl Outcome {
+    /// The outcome a verdict counts as.
+    pub fn of(v: &cell_core::reply::Verdict) -> Self {
+        if v.limited {
+            Outcome::Limited
+        } else {
+            Outcome::Allowed
+        }
+    }
+}
+
 impl Stats {
     pub const fn new() -> Self {
         Self {

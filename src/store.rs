@@ -1,11 +1,17 @@
 //! The one place that talks to keys: opening, type checks, reading and
-//! writing string state with an absolute expiry, replicating the effect.
+//! writing state with an absolute expiry, replicating the effect, and
+//! telling the server what changed.
+//!
+//! The module runs with `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED`:
+//! a key is signalled as modified (for `WATCH` and client-side caching)
+//! only when something was written to it, as built-in commands do, not
+//! merely because it was opened for writing.
 
 use crate::error::{self, CmdError};
-use crate::window_type::{self, WINDOW_TYPE};
-use cell_core::window_state::WindowState;
+use redis_module::native_types::RedisType;
 use redis_module::{raw, Context};
-use std::os::raw::{c_char, c_int};
+use std::ffi::CStr;
+use std::os::raw::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// `PXAT`, created once and shared by every replicated `SET`, so that
@@ -22,96 +28,159 @@ pub fn init() {
     }
 }
 
-/// An open key, closed on drop.
+/// How a command uses a key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Read-only commands: nothing about the key may change, not even the
+    /// encoding of its value.
+    Read,
+    /// Commands that may write.
+    Write,
+}
+
+/// What a key holds, as far as the module is concerned.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Holds {
+    Nothing,
+    String,
+    /// A value of one of this module's types (`cell-swin`, `cell-ccl`).
+    Module(*mut raw::RedisModuleType),
+    Other,
+}
+
+/// An open key, closed on drop (and signalled as modified then, if
+/// anything was written).
 pub struct Key {
     ctx: *mut raw::RedisModuleCtx,
     name: *mut raw::RedisModuleString,
     inner: *mut raw::RedisModuleKey,
-    write: bool,
+    access: Access,
+    written: bool,
 }
 
 impl Key {
     /// Opens `name` for reading, or for reading and writing.
-    pub fn open(ctx: &Context, name: *mut raw::RedisModuleString, write: bool) -> Self {
-        let mode = if write {
-            raw::KeyMode::READ | raw::KeyMode::WRITE
-        } else {
-            raw::KeyMode::READ
+    pub fn open(ctx: &Context, name: *mut raw::RedisModuleString, access: Access) -> Self {
+        let mode = match access {
+            Access::Write => raw::KeyMode::READ | raw::KeyMode::WRITE,
+            Access::Read => raw::KeyMode::READ,
         };
         let inner = raw::open_key(ctx.ctx, name, mode);
         Self {
             ctx: ctx.ctx,
             name,
             inner,
-            write,
+            access,
+            written: false,
         }
     }
 
-    fn key_type(&self) -> raw::KeyType {
+    /// What the key holds.
+    pub fn holds(&self) -> Holds {
         if self.inner.is_null() {
-            return raw::KeyType::Empty;
+            return Holds::Nothing;
         }
-        match api!(RedisModule_KeyType) {
-            // SAFETY: `inner` is a key opened by `open` and not yet closed.
-            Some(key_type) => unsafe { key_type(self.inner) }.into(),
-            None => raw::KeyType::Empty,
+        let Some(key_type) = api!(RedisModule_KeyType) else {
+            return Holds::Nothing;
+        };
+        // SAFETY: `inner` is a key opened by `open` and not yet closed.
+        match raw::KeyType::from(unsafe { key_type(self.inner) }) {
+            raw::KeyType::Empty => Holds::Nothing,
+            raw::KeyType::String => Holds::String,
+            raw::KeyType::Module => match api!(RedisModule_ModuleTypeGetType) {
+                // SAFETY: the key is open and holds a module value.
+                Some(get_type) => Holds::Module(unsafe { get_type(self.inner) }),
+                None => Holds::Other,
+            },
+            _ => Holds::Other,
         }
     }
 
-    /// The bytes of a string key, `None` if the key does not exist, and
-    /// WRONGTYPE for any other type. On a key opened for writing, the value
-    /// is made a private raw string once, so that later writes update it in
-    /// place without allocating or looking the key up again.
-    pub fn string(&self) -> Result<Option<&[u8]>, CmdError> {
-        match self.key_type() {
-            raw::KeyType::Empty => Ok(None),
-            raw::KeyType::String => {
+    /// A string key holding a signed 64-bit integer: `None` if the key
+    /// does not exist, `invalid` when the string is anything else, and
+    /// WRONGTYPE for any other type.
+    ///
+    /// Reading never changes the stored value. The key API reads strings
+    /// through direct memory access, which turns an `int`- or
+    /// `embstr`-encoded value into a `raw` one; on a key opened for
+    /// writing that is what the module's own writes leave (and what the
+    /// write that usually follows needs), but a read-only command asks the
+    /// server with `GET` instead, so that a peek changes nothing.
+    pub fn integer(&self, invalid: CmdError) -> Result<Option<i64>, CmdError> {
+        match self.holds() {
+            Holds::Nothing => return Ok(None),
+            Holds::String => {}
+            _ => return Err(error::WRONG_TYPE),
+        }
+        let parse = |bytes: &[u8]| {
+            cell_core::parse::integer(bytes)
+                .map(Some)
+                .map_err(|_| invalid)
+        };
+        match self.access {
+            Access::Write => {
                 let mut len: libc::size_t = 0;
-                let mode = if self.write {
-                    raw::KeyMode::WRITE
-                } else {
-                    raw::KeyMode::READ
-                };
-                let ptr = raw::string_dma(self.inner, &mut len, mode);
+                let ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::READ);
                 if ptr.is_null() {
                     return Err(error::WRONG_TYPE);
                 }
-                // SAFETY: Redis returns `len` readable bytes owned by the key,
-                // valid until the key is modified or closed; the borrow of
-                // `self` prevents both while the slice lives.
-                Ok(Some(unsafe {
-                    std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-                }))
+                // SAFETY: Redis returns `len` readable bytes owned by the
+                // key, valid until it is modified or closed, which cannot
+                // happen while this borrow of `self` lasts.
+                parse(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
             }
-            _ => Err(error::WRONG_TYPE),
+            Access::Read => self.get_without_touching(parse),
         }
     }
 
-    /// A string key holding a signed 64-bit integer; `invalid` when the
-    /// string is anything else.
-    pub fn integer(&self, invalid: CmdError) -> Result<Option<i64>, CmdError> {
-        match self.string()? {
-            None => Ok(None),
-            Some(bytes) => cell_core::parse::integer(bytes)
-                .map(Some)
-                .map_err(|_| invalid),
+    /// Reads the string value through `GET`, which leaves the stored object
+    /// as it is.
+    fn get_without_touching<T>(
+        &self,
+        parse: impl FnOnce(&[u8]) -> Result<T, CmdError>,
+    ) -> Result<T, CmdError> {
+        let (Some(call), Some(string_ptr), Some(free)) = (
+            api!(RedisModule_Call),
+            api!(RedisModule_CallReplyStringPtr),
+            api!(RedisModule_FreeCallReply),
+        ) else {
+            return Err(error::INTERNAL);
+        };
+        // SAFETY: "s" matches one module string, the key name, which lives
+        // for the command; the reply is freed below on every path.
+        let reply = unsafe { call(self.ctx, c"GET".as_ptr(), c"s".as_ptr(), self.name) };
+        if reply.is_null() {
+            return Err(error::INTERNAL);
         }
+        let mut len: libc::size_t = 0;
+        // SAFETY: `reply` is a live call reply; for a bulk string Redis
+        // returns `len` bytes it owns until the reply is freed.
+        let ptr = unsafe { string_ptr(reply, &mut len) };
+        let result = if ptr.is_null() {
+            Err(error::WRONG_TYPE)
+        } else {
+            // SAFETY: see above; the slice does not outlive the reply.
+            parse(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+        };
+        // SAFETY: a reply returned by RedisModule_Call, freed once.
+        unsafe { free(reply) };
+        result
     }
 
     /// Stores `value` as a string expiring at `expire_at_ms` (Unix ms),
-    /// fires the keyspace event a `SET` would, and replicates the write as
-    /// `SET key value PXAT expire_at_ms` so that replicas and the AOF hold
-    /// the same value and the same absolute expiry as this server.
+    /// fires the keyspace event `event` (and `expire`), and replicates the
+    /// write as `SET key value PXAT expire_at_ms` so that replicas and the
+    /// AOF hold the same value and the same absolute expiry as this server.
     /// `current_expire_ms` is the key's expiry when the caller read it; an
     /// unchanged expiry is not written again (two dictionary lookups saved).
     pub fn set_integer_expiring_at(
-        &self,
+        &mut self,
         value: i64,
         expire_at_ms: i64,
         current_expire_ms: Option<i64>,
-        event: &'static std::ffi::CStr,
+        event: &'static CStr,
     ) -> Result<(), CmdError> {
-        let mut buf = itoa_buf();
+        let mut buf = [0u8; 20];
         let text = format_i64(value, &mut buf);
         self.overwrite_string(text)?;
         self.notify(raw::NotifyEvent::STRING, event);
@@ -149,7 +218,8 @@ impl Key {
     /// Replaces the string value through direct memory access: in place
     /// when the length is unchanged (the common case for a TAT), resized
     /// otherwise; an absent key is created.
-    fn overwrite_string(&self, text: &[u8]) -> Result<(), CmdError> {
+    fn overwrite_string(&mut self, text: &[u8]) -> Result<(), CmdError> {
+        self.written = true;
         let mut len: libc::size_t = 0;
         let mut ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::WRITE);
         if ptr.is_null() || len != text.len() {
@@ -167,8 +237,11 @@ impl Key {
         Ok(())
     }
 
-    /// Sets the key's absolute expiry (Unix ms) and fires `expire`.
-    pub fn set_abs_expire(&self, expire_at_ms: i64) -> Result<(), CmdError> {
+    /// Sets the key's absolute expiry (Unix ms) and fires `expire`; the
+    /// caller replicates it (as part of a `SET ... PXAT` or a module
+    /// effect), or calls [`Key::expire_at`].
+    pub fn set_abs_expire(&mut self, expire_at_ms: i64) -> Result<(), CmdError> {
+        self.written = true;
         let status = if let Some(set_abs) = api!(RedisModule_SetAbsExpire) {
             // SAFETY: the key is open for writing and holds a value.
             unsafe { set_abs(self.inner, expire_at_ms) }
@@ -185,6 +258,13 @@ impl Key {
         }
         // As `SET ... PXAT` and `PEXPIREAT` do.
         self.notify(raw::NotifyEvent::GENERIC, c"expire");
+        Ok(())
+    }
+
+    /// Sets an absolute expiry and replicates it as `PEXPIREAT`.
+    pub fn expire_at(&mut self, expire_at_ms: i64) -> Result<(), CmdError> {
+        self.set_abs_expire(expire_at_ms)?;
+        self.replicate(c"PEXPIREAT", c"sl", [expire_at_ms, 0, 0], c"");
         Ok(())
     }
 
@@ -208,91 +288,91 @@ impl Key {
         (ms >= 0).then_some(ms)
     }
 
-    /// The sliding window state of this key: `None` when the key does not
-    /// exist, WRONGTYPE when it holds anything else.
-    pub fn window(&mut self) -> Result<Option<&mut WindowState>, CmdError> {
-        match self.key_type() {
-            raw::KeyType::Empty => Ok(None),
-            raw::KeyType::Module => {
-                let get_type = api!(RedisModule_ModuleTypeGetType).ok_or(error::INTERNAL)?;
+    /// The value of this key if it holds one of type `ty` (whose values are
+    /// `T`s made by `Box::into_raw`): `None` when the key does not exist,
+    /// WRONGTYPE when it holds anything else.
+    pub fn value<T>(&mut self, ty: &RedisType) -> Result<Option<&mut T>, CmdError> {
+        match self.holds() {
+            Holds::Nothing => Ok(None),
+            Holds::Module(t) if t == *ty.raw_type.borrow() => {
                 let get_value = api!(RedisModule_ModuleTypeGetValue).ok_or(error::INTERNAL)?;
-                // SAFETY: the key is open and holds a module value.
-                if unsafe { get_type(self.inner) } != *WINDOW_TYPE.raw_type.borrow() {
-                    return Err(error::WRONG_TYPE);
-                }
-                // SAFETY: values of this type are `WindowState`s created by
-                // `window_type::into_raw`; the key is open for the whole
-                // borrow of `self`, and Redis runs commands one at a time.
-                let value = unsafe { get_value(self.inner) }.cast::<WindowState>();
+                // SAFETY: values of this type are `T`s created by
+                // `Box::into_raw`; the key is open for the whole borrow of
+                // `self`, and Redis runs commands one at a time.
+                let value = unsafe { get_value(self.inner) }.cast::<T>();
                 Ok(unsafe { value.as_mut() })
             }
             _ => Err(error::WRONG_TYPE),
         }
     }
 
-    /// Stores a new sliding window state in this (empty or same-type) key.
-    pub fn set_window(&mut self, state: WindowState) -> Result<&mut WindowState, CmdError> {
+    /// Stores a new value of type `ty` in this (empty or same-type) key.
+    pub fn set_value<T>(&mut self, ty: &RedisType, value: T) -> Result<&mut T, CmdError> {
         let set_value = api!(RedisModule_ModuleTypeSetValue).ok_or(error::INTERNAL)?;
-        let ptr = window_type::into_raw(state);
+        self.written = true;
+        let ptr = Box::into_raw(Box::new(value)).cast::<c_void>();
         // SAFETY: the key is open for writing; on success Redis owns `ptr`
         // and frees it through the type's `free` callback.
-        let status = unsafe { set_value(self.inner, *WINDOW_TYPE.raw_type.borrow(), ptr) };
+        let status = unsafe { set_value(self.inner, *ty.raw_type.borrow(), ptr) };
         if status != raw::Status::Ok as c_int {
             // SAFETY: Redis did not take ownership.
-            drop(unsafe { Box::from_raw(ptr.cast::<WindowState>()) });
+            drop(unsafe { Box::from_raw(ptr.cast::<T>()) });
             return Err(error::INTERNAL);
         }
-        self.window()?.ok_or(error::INTERNAL)
+        self.value(ty)?.ok_or(error::INTERNAL)
     }
 
-    /// Replicates an `SW.RECORD` effect: the request recorded at `at` with
-    /// the master's clock.
-    pub fn replicate_sw_record(&self, window: i64, at: i64, quantity: i64, approx: bool) {
+    /// Records that the caller changed the value in place (through
+    /// [`Key::value`]).
+    pub fn changed(&mut self) {
+        self.written = true;
+    }
+
+    /// Deletes the key, fires `del`, and replicates `DEL`.
+    pub fn delete(&mut self) -> Result<(), CmdError> {
+        if self.holds() == Holds::Nothing {
+            return Ok(());
+        }
+        let delete = api!(RedisModule_DeleteKey).ok_or(error::INTERNAL)?;
+        self.written = true;
+        // SAFETY: the key is open for writing.
+        if unsafe { delete(self.inner) } != raw::Status::Ok as c_int {
+            return Err(error::INTERNAL);
+        }
+        self.notify(raw::NotifyEvent::GENERIC, c"del");
+        self.replicate(c"DEL", c"s", [0; 3], c"");
+        Ok(())
+    }
+
+    /// Replicates `command key ...` as an effect: `fmt` is "s" (the key)
+    /// followed by up to three "l" (the `longs`, in order) and at most one
+    /// "c" (`tail`, after them).
+    pub fn replicate(&self, command: &CStr, fmt: &CStr, longs: [i64; 3], tail: &CStr) {
         let Some(replicate) = api!(RedisModule_Replicate) else {
             return;
         };
-        let (fmt, flag) = if approx {
-            (c"slllc", c"APPROX")
-        } else {
-            (c"slll", c"")
-        };
-        // SAFETY: the format matches the arguments (a module string, three
-        // long longs, and a C string that "slll" ignores).
+        let [a, b, c] = longs.map(|l| l as libc::c_longlong);
+        // SAFETY: the arguments are passed in the order and with the types
+        // `fmt` consumes (a module string, long longs, a C string); Redis
+        // ignores variadic arguments the format does not name, and copies
+        // what it keeps.
         unsafe {
             replicate(
                 self.ctx,
-                c"SW.RECORD".as_ptr(),
+                command.as_ptr(),
                 fmt.as_ptr(),
                 self.name,
-                window as libc::c_longlong,
-                at as libc::c_longlong,
-                quantity as libc::c_longlong,
-                flag.as_ptr(),
+                a,
+                b,
+                c,
+                tail.as_ptr(),
             );
         }
     }
 
-    /// Sets an absolute expiry and replicates it as `PEXPIREAT`.
-    pub fn expire_at(&self, expire_at_ms: i64) -> Result<(), CmdError> {
-        self.set_abs_expire(expire_at_ms)?;
-        if let Some(replicate) = api!(RedisModule_Replicate) {
-            // SAFETY: "sl" matches a module string and a long long.
-            unsafe {
-                replicate(
-                    self.ctx,
-                    c"PEXPIREAT".as_ptr(),
-                    c"sl".as_ptr(),
-                    self.name,
-                    expire_at_ms as libc::c_longlong,
-                );
-            }
-        }
-        Ok(())
-    }
-
     /// Fires a keyspace notification for this key, as a built-in command
     /// writing it would.
-    pub fn notify(&self, class: raw::NotifyEvent, event: &'static std::ffi::CStr) {
+    pub fn notify(&self, class: raw::NotifyEvent, event: &'static CStr) {
         if let Some(notify) = api!(RedisModule_NotifyKeyspaceEvent) {
             // SAFETY: the context and the key name (a command argument) are
             // valid during the command; Redis copies what it keeps.
@@ -306,12 +386,13 @@ impl Drop for Key {
         if !self.inner.is_null() {
             raw::close_key(self.inner);
         }
+        if self.written {
+            if let Some(signal) = api!(RedisModule_SignalModifiedKey) {
+                // SAFETY: the context and key name are valid for the command.
+                unsafe { signal(self.ctx, self.name) };
+            }
+        }
     }
-}
-
-/// Room for the longest i64 in decimal.
-fn itoa_buf() -> [u8; 20] {
-    [0; 20]
 }
 
 /// Formats `v` in decimal into `buf` without allocating.

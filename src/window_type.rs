@@ -25,7 +25,7 @@ pub static WINDOW_TYPE: RedisType = RedisType::new(
         aux_save: None,
         aux_save2: None,
         aux_save_triggers: 0,
-        free_effort: None,
+        free_effort: Some(free_effort),
         unlink: None,
         copy: Some(copy),
         defrag: None,
@@ -37,14 +37,19 @@ pub static WINDOW_TYPE: RedisType = RedisType::new(
 );
 
 /// Boxes a state for Redis to own.
-pub fn into_raw(state: WindowState) -> *mut c_void {
+fn into_raw(state: WindowState) -> *mut c_void {
     Box::into_raw(Box::new(state)).cast()
 }
 
+/// Loads a value from an RDB file or a `RESTORE` payload. The module
+/// declares that it handles I/O errors: a short or damaged read sets the
+/// I/O error flag instead of aborting the server, and returning NULL makes
+/// the server refuse the payload (`ERR Bad data format`) or the file.
 unsafe extern "C" fn rdb_load(rdb: *mut raw::RedisModuleIO, encver: c_int) -> *mut c_void {
     if encver != ENCODING_VERSION {
         return std::ptr::null_mut();
     }
+    // `load_string_buffer` checks the I/O error flag after the read.
     let Ok(buffer) = raw::load_string_buffer(rdb) else {
         return std::ptr::null_mut();
     };
@@ -109,6 +114,14 @@ unsafe extern "C" fn mem_usage(value: *const c_void) -> usize {
     // SAFETY: as in `rdb_save`.
     let state = unsafe { &*value.cast::<WindowState>() };
     std::mem::size_of::<WindowState>() + state.heap_bytes()
+}
+
+/// The work of freeing a value: lets the server free large logs in the
+/// background when lazy freeing is on.
+unsafe extern "C" fn free_effort(_key: *mut raw::RedisModuleString, value: *const c_void) -> usize {
+    // SAFETY: as in `rdb_save`.
+    let state = unsafe { &*value.cast::<WindowState>() };
+    state.free_effort()
 }
 
 unsafe extern "C" fn copy(

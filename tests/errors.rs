@@ -16,7 +16,9 @@ fn argument_errors_have_exact_texts_and_write_nothing() {
         ("CL.THROTTLE", ARITY),
         ("CL.THROTTLE k", ARITY),
         ("CL.THROTTLE k 1 2", ARITY),
-        ("CL.THROTTLE k 1 2 3 4 5", ARITY),
+        ("CL.THROTTLE k 1 2 3 4 MS 5", ARITY),
+        ("CL.THROTTLE k 1 2 3 4 5", "ERR syntax error"),
+        ("CL.THROTTLE k 1 2 3 MS MS", "ERR syntax error"),
         ("CL.THROTTLE k x 1 1", NOT_INT),
         ("CL.THROTTLE k 1 x 1", NOT_INT),
         ("CL.THROTTLE k 1 1 x", NOT_INT),
@@ -71,9 +73,10 @@ fn argument_errors_have_exact_texts_and_write_nothing() {
             "ERR wrong number of arguments for 'cl.peek' command",
         ),
         (
-            "CL.PEEK k 1 1 1 1",
+            "CL.PEEK k 1 1 1 MS 1",
             "ERR wrong number of arguments for 'cl.peek' command",
         ),
+        ("CL.PEEK k 1 1 1 1", "ERR syntax error"),
         (
             "CL.PEEK k -1 1 1",
             "ERR invalid max_burst: must be 0 or greater",
@@ -166,9 +169,11 @@ fn sliding_and_fixed_window_errors() {
     let c = &mut s.conn();
     let cases: &[(&str, &str)] = &[
         ("SW.ALLOW k 1", "ERR wrong number of arguments for 'sw.allow' command"),
-        ("SW.ALLOW k 1 1 1 APPROX x", "ERR wrong number of arguments for 'sw.allow' command"),
+        ("SW.ALLOW k 1 1 1 APPROX MS x", "ERR wrong number of arguments for 'sw.allow' command"),
+        ("SW.ALLOW k 1 1 1 APPROX x", "ERR syntax error"),
         ("FW.INCR k 1", "ERR wrong number of arguments for 'fw.incr' command"),
-        ("FW.INCR k 1 1 1 ALIGN x", "ERR wrong number of arguments for 'fw.incr' command"),
+        ("FW.INCR k 1 1 1 ALIGN MS x", "ERR wrong number of arguments for 'fw.incr' command"),
+        ("FW.INCR k 1 1 1 ALIGN x", "ERR syntax error"),
         ("SW.ALLOW k x 1", NOT_INT),
         ("SW.ALLOW k 1 x", NOT_INT),
         ("SW.ALLOW k 1 1 x", NOT_INT),

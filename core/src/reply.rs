@@ -19,24 +19,86 @@ pub struct Verdict {
     pub reset_after: i64,
 }
 
+/// The unit of the durations in a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Unit {
+    /// Whole seconds, rounded as the original redis-cell rounds.
+    #[default]
+    Seconds,
+    /// Whole milliseconds, rounded up (the `MS` flag).
+    Millis,
+}
+
+impl Unit {
+    /// A duration in nanoseconds in this unit.
+    pub fn of(self, nanos: i64) -> i64 {
+        match self {
+            Unit::Seconds => whole_seconds_rounded_up(nanos),
+            Unit::Millis => millis_rounded_up(nanos),
+        }
+    }
+}
+
 impl Verdict {
     /// `[limited, limit, remaining, retry_after, reset_after]` with durations
     /// in whole seconds and `-1` for "no retry time".
     pub fn to_reply(&self) -> [i64; 5] {
+        self.to_reply_in(Unit::Seconds)
+    }
+
+    /// The reply with durations in `unit`.
+    pub fn to_reply_in(&self, unit: Unit) -> [i64; 5] {
         [
             i64::from(self.limited),
             self.limit,
             self.remaining,
-            self.retry_after.map_or(-1, whole_seconds_rounded_up),
-            whole_seconds_rounded_up(self.reset_after),
+            self.retry_after.map_or(-1, |r| unit.of(r)),
+            unit.of(self.reset_after),
         ]
+    }
+}
+
+/// Which of several limiters' verdicts answers for all of them (its index):
+/// when all allowed, the one with the least `remaining`; otherwise the
+/// refusing one with the longest wait, "never fits" counting as longer than
+/// any wait. Ties go to the first. `None` for no verdicts.
+pub fn binding(verdicts: &[Verdict]) -> Option<usize> {
+    let wait = |v: &Verdict| match v.retry_after {
+        // A refusal without a wait can never fit.
+        None => i128::MAX,
+        Some(r) => i128::from(r),
+    };
+    let mut best: Option<usize> = None;
+    for (i, v) in verdicts.iter().enumerate() {
+        let better = match best.map(|b| &verdicts[b]) {
+            None => true,
+            Some(b) if v.limited != b.limited => v.limited,
+            Some(b) if v.limited => wait(v) > wait(b),
+            Some(b) => v.remaining < b.remaining,
+        };
+        if better {
+            best = Some(i);
+        }
+    }
+    best
+}
+
+/// Whole milliseconds of a duration, rounded up, so that a caller that
+/// waits this long is never early.
+pub fn millis_rounded_up(nanos: i64) -> i64 {
+    let millis = nanos / NANOS_PER_MILLI;
+    if nanos % NANOS_PER_MILLI > 0 {
+        millis + 1
+    } else {
+        millis
     }
 }
 
 /// Whole seconds of a duration, truncated toward zero, plus one when at
 /// least one millisecond is left over: 10 s gives 10, 10.0005 s gives 10,
-/// 10.001 s gives 11. A caller that waits this long is never early by more
-/// than a millisecond.
+/// 10.001 s gives 11 (the original redis-cell's rule). A caller that waits
+/// this long can be early by up to a millisecond, and a wait under 1 ms
+/// reads 0; the `MS` unit has neither flaw.
 pub fn whole_seconds_rounded_up(nanos: i64) -> i64 {
     let secs = nanos / NANOS_PER_SEC;
     let millis = (nanos % NANOS_PER_SEC) / NANOS_PER_MILLI;
@@ -50,6 +112,7 @@ pub fn whole_seconds_rounded_up(nanos: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn rounding_rule() {
@@ -62,6 +125,85 @@ mod tests {
         assert_eq!(whole_seconds_rounded_up(-1_500_000_000), -1);
         assert_eq!(whole_seconds_rounded_up(i64::MAX), 9_223_372_037);
         assert_eq!(whole_seconds_rounded_up(i64::MIN), -9_223_372_036);
+    }
+
+    #[test]
+    fn milliseconds_round_up() {
+        assert_eq!(millis_rounded_up(0), 0);
+        assert_eq!(millis_rounded_up(1), 1);
+        assert_eq!(millis_rounded_up(NANOS_PER_MILLI), 1);
+        assert_eq!(millis_rounded_up(NANOS_PER_MILLI + 1), 2);
+        assert_eq!(millis_rounded_up(10 * NANOS_PER_SEC + 500_000), 10_001);
+        assert_eq!(millis_rounded_up(i64::MAX), 9_223_372_036_855);
+        assert_eq!(millis_rounded_up(-1_500_000), -1);
+    }
+
+    fn v(limited: bool, remaining: i64, retry_after: Option<i64>) -> Verdict {
+        Verdict {
+            limited,
+            limit: 10,
+            remaining,
+            retry_after,
+            reset_after: 0,
+        }
+    }
+
+    #[test]
+    fn the_binding_limiter() {
+        assert_eq!(binding(&[]), None);
+        let all_allowed = [v(false, 5, None), v(false, 2, None), v(false, 2, None)];
+        assert_eq!(binding(&all_allowed), Some(1));
+        let refused = [
+            v(false, 0, None),
+            v(true, 0, Some(5)),
+            v(true, 0, Some(9)),
+            v(true, 0, Some(9)),
+        ];
+        assert_eq!(binding(&refused), Some(2));
+        let never = [
+            v(true, 0, Some(i64::MAX)),
+            v(true, 3, None),
+            v(true, 0, None),
+        ];
+        assert_eq!(binding(&never), Some(1));
+    }
+
+    proptest! {
+        /// The binding verdict is refused iff any is, has the longest wait
+        /// among the refused (or the least remaining among all, when none
+        /// is), and no earlier verdict ties with it.
+        #[test]
+        fn binding_is_the_tightest(
+            vs in prop::collection::vec((any::<bool>(), 0i64..5, prop::option::of(0i64..5)), 1..8)
+        ) {
+            let vs: Vec<Verdict> = vs.into_iter().map(|(l, r, w)| v(l, r, if l { w } else { None })).collect();
+            let b = binding(&vs).unwrap();
+            let any_refused = vs.iter().any(|x| x.limited);
+            prop_assert_eq!(vs[b].limited, any_refused);
+            let key = |x: &Verdict| if any_refused {
+                if !x.limited { i128::MIN } else { x.retry_after.map_or(i128::MAX, i128::from) }
+            } else {
+                -i128::from(x.remaining)
+            };
+            for (i, x) in vs.iter().enumerate() {
+                prop_assert!(key(x) <= key(&vs[b]));
+                if i < b {
+                    prop_assert!(key(x) < key(&vs[b]));
+                }
+            }
+        }
+
+        /// A duration in ms is never shorter than the duration, and less
+        /// than a millisecond longer; the seconds rule is never more than
+        /// a millisecond short.
+        #[test]
+        fn millis_never_early(n in 0i64..i64::MAX) {
+            let ms = millis_rounded_up(n);
+            prop_assert!(i128::from(ms) * i128::from(NANOS_PER_MILLI) >= i128::from(n));
+            prop_assert!(i128::from(ms - 1) * i128::from(NANOS_PER_MILLI) < i128::from(n));
+            let s = whole_seconds_rounded_up(n);
+            prop_assert!(i128::from(s) * i128::from(NANOS_PER_SEC) + i128::from(NANOS_PER_MILLI) > i128::from(n));
+        }
     }
 
     #[test]

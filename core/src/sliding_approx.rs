@@ -56,6 +56,10 @@ impl ApproxWindow {
         Ok(Self { limit, window })
     }
 
+    pub fn window(&self) -> i64 {
+        self.window
+    }
+
     /// The estimated count at `elapsed` nanoseconds into the current window.
     fn estimate(&self, previous: i64, current: i64, elapsed: i64) -> i128 {
         let w = i128::from(self.window);

@@ -1,26 +1,38 @@
 //! The state of one `SW.ALLOW` key, and its self-contained serialisation
 //! (used for RDB, `DUMP`/`RESTORE` and AOF rewrites).
 
-use crate::sliding::Log;
+use crate::sliding::{self, Log};
 use crate::sliding_approx::Counter;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WindowState {
-    /// The exact log.
-    Exact(Log),
+    /// The exact log, and the window it was last recorded with (`None`
+    /// only for payloads written before the window was stored).
+    Exact { log: Log, window: Option<i64> },
     /// The `APPROX` two-window counter.
     Approx(Counter),
 }
 
-const EXACT: u8 = b'L';
+/// An exact log without its window (written by redis-cell 0.1.0).
+const EXACT_LEGACY: u8 = b'L';
+/// An exact log with its window.
+const EXACT: u8 = b'E';
 const APPROX: u8 = b'A';
 
 impl WindowState {
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            WindowState::Exact(log) => {
-                let mut out = vec![EXACT];
-                out.extend_from_slice(&log.encode());
+            WindowState::Exact { log, window } => {
+                let body = log.encode();
+                let mut out = Vec::with_capacity(body.len() + 9);
+                match window {
+                    Some(w) => {
+                        out.push(EXACT);
+                        out.extend_from_slice(&w.to_le_bytes());
+                    }
+                    None => out.push(EXACT_LEGACY),
+                }
+                out.extend_from_slice(&body);
                 out
             }
             WindowState::Approx(c) => {
@@ -36,18 +48,28 @@ impl WindowState {
 
     /// Parses what [`WindowState::encode`] wrote; anything else is `None`.
     pub fn decode(data: &[u8]) -> Option<Self> {
+        let word = |rest: &[u8], i: usize| -> Option<i64> {
+            let bytes: [u8; 8] = rest.get(i * 8..i * 8 + 8)?.try_into().ok()?;
+            Some(i64::from_le_bytes(bytes))
+        };
         match data.split_first()? {
-            (&EXACT, rest) => Log::decode(rest).ok().map(WindowState::Exact),
+            (&EXACT_LEGACY, rest) => Some(WindowState::Exact {
+                log: Log::decode(rest).ok()?,
+                window: None,
+            }),
+            (&EXACT, rest) => {
+                let window = word(rest, 0).filter(|&w| w >= 1)?;
+                Some(WindowState::Exact {
+                    log: Log::decode(rest.get(8..)?).ok()?,
+                    window: Some(window),
+                })
+            }
             (&APPROX, rest) if rest.len() == 32 => {
-                let field = |i: usize| {
-                    let bytes: [u8; 8] = rest.get(i * 8..i * 8 + 8)?.try_into().ok()?;
-                    Some(i64::from_le_bytes(bytes))
-                };
                 let c = Counter {
-                    window: field(0)?,
-                    index: field(1)?,
-                    previous: field(2)?,
-                    current: field(3)?,
+                    window: word(rest, 0)?,
+                    index: word(rest, 1)?,
+                    previous: word(rest, 2)?,
+                    current: word(rest, 3)?,
                 };
                 let valid = c.window >= 1 && c.previous >= 0 && c.current >= 0;
                 valid.then_some(WindowState::Approx(c))
@@ -56,11 +78,28 @@ impl WindowState {
         }
     }
 
+    /// When the key can expire (Unix ms): once its newest request has left
+    /// the window. `None` for an empty log or one whose window is unknown.
+    pub fn expire_at_ms(&self) -> Option<i64> {
+        match self {
+            WindowState::Exact { log, window } => sliding::expire_at_ms(log, (*window)?),
+            WindowState::Approx(c) => (c.previous > 0 || c.current > 0).then(|| c.expire_at_ms()),
+        }
+    }
+
     /// Heap bytes held beyond the value itself, for `MEMORY USAGE`.
     pub fn heap_bytes(&self) -> usize {
         match self {
-            WindowState::Exact(log) => log.heap_bytes(),
+            WindowState::Exact { log, .. } => log.heap_bytes(),
             WindowState::Approx(_) => 0,
+        }
+    }
+
+    /// The work of freeing this value (for lazy freeing): its chunks.
+    pub fn free_effort(&self) -> usize {
+        match self {
+            WindowState::Exact { log, .. } => log.chunk_count().max(1),
+            WindowState::Approx(_) => 1,
         }
     }
 }
@@ -76,8 +115,15 @@ mod tests {
         log.push(5, 1).unwrap();
         log.push(9, 3).unwrap();
         for s in [
-            WindowState::Exact(log),
-            WindowState::Exact(Log::new()),
+            WindowState::Exact {
+                log: log.clone(),
+                window: Some(60),
+            },
+            WindowState::Exact { log, window: None },
+            WindowState::Exact {
+                log: Log::new(),
+                window: Some(1),
+            },
             WindowState::Approx(Counter {
                 window: 60,
                 index: -3,
@@ -87,6 +133,19 @@ mod tests {
         ] {
             assert_eq!(WindowState::decode(&s.encode()), Some(s));
         }
+    }
+
+    #[test]
+    fn payloads_of_the_first_release_still_decode() {
+        // DUMP of `SW.ALLOW k 5 10 2` by redis-cell 0.1.0: 'L' and the log.
+        let mut legacy = vec![b'L'];
+        let mut log = Log::new();
+        log.push(1_700_000_000_000_000_000, 2).unwrap();
+        legacy.extend_from_slice(&log.encode());
+        let state = WindowState::decode(&legacy).unwrap();
+        assert_eq!(state, WindowState::Exact { log, window: None });
+        assert_eq!(state.expire_at_ms(), None);
+        assert_eq!(state.encode(), legacy);
     }
 
     proptest! {

@@ -248,3 +248,55 @@ proptest! {
         prop_assert_eq!(back.iter().collect::<Vec<_>>(), log.iter().collect::<Vec<_>>());
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(12))]
+
+    /// Logs of many chunks: every decision equals the one a flat walk of the
+    /// admitted requests gives, and the log holds exactly the requests of
+    /// the current window once purged.
+    #[test]
+    fn many_chunks_decide_as_a_flat_log(
+        limit in 5_000i64..20_000,
+        seed in any::<u64>(),
+    ) {
+        let window = 10 * S;
+        let sw = SlidingWindow::new(limit, window).unwrap();
+        let mut log = Log::new();
+        // The oracle: the admitted requests still in the window, and their sum.
+        let mut admitted = std::collections::VecDeque::<(i64, i64)>::new();
+        let mut in_window = 0i64;
+        let mut now = T0;
+        let mut x = seed | 1;
+        for _ in 0..40_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += (x % 1_000_000) as i64;
+            let q = (x >> 32) as i64 % 4;
+            while admitted.front().is_some_and(|e| e.0 <= now - window) {
+                in_window -= admitted.pop_front().unwrap().1;
+            }
+            let (decision, verdict) = sw.decide(&log, now, q);
+            let fits = q <= limit && in_window + q <= limit;
+            prop_assert_eq!(!verdict.limited, fits);
+            if let Decision::Allowed { record_at: Some(at) } = decision {
+                record(&mut log, window, at, q).unwrap();
+                admitted.push_back((at, q));
+                in_window += q;
+            }
+            if let Decision::Limited { retry_after } = decision {
+                let (later, _) = sw.decide(&log, now + retry_after, q);
+                let fits_then = matches!(later, Decision::Allowed { .. });
+                prop_assert!(fits_then);
+                let (earlier, _) = sw.decide(&log, now + retry_after - 1, q);
+                let fits_before = matches!(earlier, Decision::Allowed { .. });
+                prop_assert!(!fits_before);
+            }
+        }
+        let live: Vec<(i64, i64)> = admitted.into_iter().collect();
+        log.purge(now - window);
+        prop_assert_eq!(log.iter().collect::<Vec<_>>(), live);
+        prop_assert_eq!(Log::decode(&log.encode()).unwrap(), log);
+    }
+}

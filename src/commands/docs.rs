@@ -46,7 +46,7 @@ const fn optional(name: &'static str, kind: ArgKind) -> Arg {
 use ArgKind::*;
 
 pub const CL_THROTTLE: Docs = Docs {
-    summary: "Rate-limits a key with GCRA (redis-cell compatible): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
+    summary: "Rate-limits a key with GCRA (redis-cell compatible): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after] (durations in seconds, or ms with MS).",
     complexity: "O(1)",
     arity: -5,
     args: &[
@@ -55,24 +55,26 @@ pub const CL_THROTTLE: Docs = Docs {
         arg("count_per_period", Integer),
         arg("period", Double),
         optional("quantity", Integer),
+        optional("MS", Token),
     ],
 };
 
 pub const CL_PEEK: Docs = Docs {
     summary: "Answers what CL.THROTTLE would with quantity 0, without writing.",
     complexity: "O(1)",
-    arity: 5,
+    arity: -5,
     args: &[
         arg("key", Key),
         arg("max_burst", Integer),
         arg("count_per_period", Integer),
         arg("period", Double),
+        optional("MS", Token),
     ],
 };
 
 pub const SW_ALLOW: Docs = Docs {
     summary: "Exact sliding window limit (or, with APPROX, the sliding window counter): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
-    complexity: "O(1) amortised; O(N) in the entries that left the window or must leave for a refused request",
+    complexity: "O(1) amortised; O(C) at worst, C the entries of one 16 KiB chunk of the log",
     arity: -4,
     args: &[
         arg("key", Key),
@@ -80,6 +82,20 @@ pub const SW_ALLOW: Docs = Docs {
         arg("window", Double),
         optional("quantity", Integer),
         optional("APPROX", Token),
+        optional("MS", Token),
+    ],
+};
+
+pub const SW_PEEK: Docs = Docs {
+    summary: "Answers what SW.ALLOW would with quantity 0, without writing.",
+    complexity: "O(1) amortised; O(C) at worst, C the entries of one 16 KiB chunk of the log",
+    arity: -4,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("window", Double),
+        optional("APPROX", Token),
+        optional("MS", Token),
     ],
 };
 
@@ -93,6 +109,20 @@ pub const FW_INCR: Docs = Docs {
         arg("window", Double),
         optional("quantity", Integer),
         optional("ALIGN", Token),
+        optional("MS", Token),
+    ],
+};
+
+pub const FW_PEEK: Docs = Docs {
+    summary: "Answers what FW.INCR would with quantity 0, without writing.",
+    complexity: "O(1)",
+    arity: -4,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("window", Double),
+        optional("ALIGN", Token),
+        optional("MS", Token),
     ],
 };
 
@@ -110,7 +140,7 @@ pub const SW_RECORD: Docs = Docs {
 };
 
 pub const SW_LOAD: Docs = Docs {
-    summary: "Replaces a sliding window with a serialized one (what an AOF rewrite emits).",
+    summary: "Replaces a sliding window with a serialized one (what an AOF rewrite emits), expiring when its newest request leaves the window.",
     complexity: "O(N) in the entries",
     arity: 3,
     args: &[arg("key", Key), arg("payload", ArgKind::String)],

@@ -155,6 +155,23 @@ impl Server {
     }
 
     pub fn with(opts: Options) -> Self {
+        match Self::try_with(opts) {
+            Ok(server) => server,
+            Err((status, log)) => panic!("server exited ({status}) before answering; log:\n{log}"),
+        }
+    }
+
+    /// Starts a server that must refuse to start (a damaged data file, a
+    /// configuration it rejects): its exit status and its log.
+    pub fn refusing_to_start(opts: Options) -> (std::process::ExitStatus, String) {
+        match Self::try_with(opts) {
+            Ok(server) => panic!("server started on port {}", server.port),
+            Err(exit) => exit,
+        }
+    }
+
+    /// A started server, or how it exited before answering.
+    fn try_with(opts: Options) -> Result<Self, (std::process::ExitStatus, String)> {
         let module = module_path();
         let dir = opts.dir.clone().unwrap_or_else(fresh_dir);
         fs::create_dir_all(&dir).expect("create server dir");
@@ -170,15 +187,22 @@ impl Server {
         for _ in 0..10 {
             let port = free_port();
             match Self::spawn(&opts, &module, &dir, &clock, port) {
-                Some(server) => return server,
-                None => continue,
+                Ok(Some(server)) => return Ok(server),
+                Ok(None) => continue,
+                Err(exit) => return Err(exit),
             }
         }
         panic!("could not find a free port for the test server");
     }
 
     /// Starts a server on `port`; `None` if the port was taken meanwhile.
-    fn spawn(opts: &Options, module: &Path, dir: &Path, clock: &Path, port: u16) -> Option<Self> {
+    fn spawn(
+        opts: &Options,
+        module: &Path,
+        dir: &Path,
+        clock: &Path,
+        port: u16,
+    ) -> Result<Option<Self>, (std::process::ExitStatus, String)> {
         let dir = dir.to_path_buf();
         let clock = clock.to_path_buf();
         let _ = fs::remove_file(dir.join("server.log"));
@@ -222,21 +246,22 @@ impl Server {
             child,
             clock,
         };
-        server.wait_ready().then_some(server)
+        Ok(server.wait_ready()?.then_some(server))
     }
 
     /// Waits (bounded) until this very process answers PING with the module
-    /// loaded; `false` if it could not bind its port, and a failure with its
-    /// log if it exited for any other reason (a module that fails to load).
-    fn wait_ready(&mut self) -> bool {
+    /// loaded; `false` if it could not bind its port, and its exit status
+    /// and log if it exited for any other reason (a module that fails to
+    /// load, a file it refuses).
+    fn wait_ready(&mut self) -> Result<bool, (std::process::ExitStatus, String)> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
                 let log = self.log();
                 if log.contains("Address already in use") {
-                    return false;
+                    return Ok(false);
                 }
-                panic!("server exited ({status}) before answering; log:\n{log}");
+                return Err((status, log));
             }
             if let Ok(mut c) = self.try_connect() {
                 let pid = redis::cmd("INFO")
@@ -255,7 +280,7 @@ impl Server {
                         format!("{modules:?}").contains("redis-cell"),
                         "module not loaded: {modules:?}"
                     );
-                    return true;
+                    return Ok(true);
                 }
             }
             assert!(

@@ -1,0 +1,112 @@
+//! Exact sliding window log.
+//!
+//! A request of `quantity` at `now` is allowed when the quantities recorded
+//! at times in `(now - window, now]`, plus `quantity`, do not exceed `limit`.
+//! Only allowed requests are recorded, one entry each whatever their
+//! quantity. The log itself ([`Log`]) keeps its entries in chunks with
+//! summaries, so that every decision costs O(1) amortised and O(chunk) at
+//! worst, however many requests the window holds.
+
+mod log;
+
+use crate::reply::Verdict;
+use crate::ParamError;
+pub use log::{Log, LogError, CHUNK_BYTES};
+
+/// Validated parameters of one sliding window limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlidingWindow {
+    limit: i64,
+    window: i64,
+}
+
+/// What the log decides for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Admitted: when `record_at` is set (quantity above 0), drop entries at
+    /// or before `now - window` and append the request at that time.
+    Allowed { record_at: Option<i64> },
+    /// Refused; enough entries leave the window for it after `retry_after`.
+    Limited { retry_after: i64 },
+    /// Refused; the request is larger than the limit (or the limit is 0).
+    NeverFits,
+}
+
+impl SlidingWindow {
+    /// `limit >= 0` and `window >= 1` (nanoseconds).
+    pub fn new(limit: i64, window: i64) -> Result<Self, ParamError> {
+        if limit < 0 || window < 1 {
+            return Err(ParamError::Overflow);
+        }
+        Ok(Self { limit, window })
+    }
+
+    pub fn window(&self) -> i64 {
+        self.window
+    }
+
+    /// Decides a request without changing the log.
+    pub fn decide(&self, log: &Log, now: i64, quantity: i64) -> (Decision, Verdict) {
+        let cutoff = now.saturating_sub(self.window);
+        let in_window = log.total() - log.quantity_until(cutoff);
+        let newest_live = log.newest().filter(|&newest| newest > cutoff);
+
+        let fits = self.limit > 0 && quantity <= self.limit;
+        let decision = if !fits || quantity < 0 {
+            Decision::NeverFits
+        } else if i128::from(in_window) + i128::from(quantity) <= i128::from(self.limit) {
+            let record_at = (quantity > 0).then(|| now.max(log.newest().unwrap_or(now)).max(0));
+            Decision::Allowed { record_at }
+        } else {
+            // The oldest live entries must leave until the rest plus this
+            // request fit: the entry that completes `need` sets the time.
+            // quantity <= limit here, so this cannot overflow.
+            let need = in_window - (self.limit - quantity);
+            let at = log.time_freeing(cutoff, need).unwrap_or(now);
+            let retry_after = at.saturating_add(self.window).saturating_sub(now).max(1);
+            Decision::Limited { retry_after }
+        };
+
+        let (used, newest) = match decision {
+            Decision::Allowed {
+                record_at: Some(at),
+            } => (in_window.saturating_add(quantity), Some(at)),
+            _ => (in_window, newest_live),
+        };
+        let verdict = Verdict {
+            limited: !matches!(decision, Decision::Allowed { .. }),
+            limit: self.limit,
+            remaining: self.limit.saturating_sub(used).clamp(0, self.limit),
+            retry_after: match decision {
+                Decision::Limited { retry_after } => Some(retry_after),
+                _ => None,
+            },
+            reset_after: newest.map_or(0, |ts| {
+                ts.saturating_add(self.window).saturating_sub(now).max(0)
+            }),
+        };
+        (decision, verdict)
+    }
+}
+
+/// Applies an allowed request: drops what left the window at `at` and
+/// records the request. The same call replays the effect on replicas. On
+/// error the log is unchanged.
+pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), LogError> {
+    if quantity < 1 || at < 0 || log.newest().is_some_and(|newest| at < newest) {
+        return Err(LogError::BadEntry);
+    }
+    let cutoff = at.saturating_sub(window);
+    (log.total() - log.quantity_until(cutoff))
+        .checked_add(quantity)
+        .ok_or(LogError::Overflow)?;
+    log.purge(cutoff);
+    log.push(at, quantity)
+}
+
+/// When the key can expire: the instant its newest entry leaves the window,
+/// in milliseconds (the key outlives the entry by under 1 ms).
+pub fn expire_at_ms(log: &Log, window: i64) -> Option<i64> {
+    log.newest()
+        .map(|ts| ts.saturating_add(window) / crate::NANOS_PER_MILLI)
+}

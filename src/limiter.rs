@@ -1,0 +1,302 @@
+//! The limiters as the commands use them: parameters parsed from words,
+//! a decision read from a key, and the write that follows when the call
+//! goes ahead. Single commands and `CL.THROTTLEALL` share all of it, so a
+//! limiter inside `CL.THROTTLEALL` decides and writes exactly as its own
+//! command does.
+
+use crate::error::{self, CmdError};
+use crate::store::Key;
+use crate::window_type::WINDOW_TYPE;
+use cell_core::fixed::{Counter, Effect, FixedWindow};
+use cell_core::gcra::{self, Gcra};
+use cell_core::parse;
+use cell_core::reply::Verdict;
+use cell_core::sliding::{self, Log, SlidingWindow};
+use cell_core::sliding_approx::{self, ApproxWindow};
+use cell_core::window_state::WindowState;
+use redis_module::raw;
+
+/// One limit on one key.
+#[derive(Clone, Copy, Debug)]
+pub enum Limiter {
+    Gcra(Gcra),
+    Exact(SlidingWindow),
+    Approx(ApproxWindow),
+    Fixed(FixedWindow),
+}
+
+/// What a limiter decided, and what to write.
+pub struct Decided {
+    pub verdict: Verdict,
+    /// Written when the call goes ahead.
+    pub write: Write,
+    /// Written even when the call is refused: the end of its window for a
+    /// fixed-window counter found without a TTL, which would otherwise
+    /// block its user forever.
+    pub repair: Option<i64>,
+}
+
+/// A write, with everything needed to replicate it as an effect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Write {
+    None,
+    /// `CL.THROTTLE`: store the TAT, expiring when the bucket is full.
+    Tat {
+        tat: i64,
+        expire_at_ms: i64,
+    },
+    /// `SW.ALLOW`: record a request at `at`.
+    Record {
+        window: i64,
+        at: i64,
+        quantity: i64,
+        approx: bool,
+    },
+    /// `FW.INCR`: store the count, expiring at the end of its window
+    /// (`current` is the expiry found, not rewritten when unchanged).
+    Count {
+        count: i64,
+        expire_at_ms: i64,
+        current: Option<i64>,
+    },
+}
+
+/// `max_burst count_per_period period`, validated as `CL.THROTTLE` does.
+pub fn gcra(max_burst: &[u8], count: &[u8], period: &[u8]) -> Result<Gcra, CmdError> {
+    let max_burst = parse::integer(max_burst)?;
+    let count = parse::integer(count)?;
+    let period = parse::seconds_as_nanos(period)?;
+    if max_burst < 0 {
+        return Err(error::NEGATIVE_MAX_BURST);
+    }
+    if count < 1 {
+        return Err(error::COUNT_NOT_POSITIVE);
+    }
+    if period < 1 {
+        return Err(error::PERIOD_NOT_POSITIVE);
+    }
+    Ok(Gcra::new(max_burst, count, period)?)
+}
+
+/// `limit window`, validated as `SW.ALLOW` does.
+pub fn sliding(limit: &[u8], window: &[u8], approx: bool) -> Result<Limiter, CmdError> {
+    let (limit, window) = (self::limit(limit)?, self::window(window)?);
+    Ok(if approx {
+        Limiter::Approx(ApproxWindow::new(limit, window)?)
+    } else {
+        Limiter::Exact(SlidingWindow::new(limit, window)?)
+    })
+}
+
+/// `limit window`, validated as `FW.INCR` does.
+pub fn fixed(limit: &[u8], window: &[u8], align: bool) -> Result<Limiter, CmdError> {
+    let fw = FixedWindow::new(self::limit(limit)?, self::window(window)?, align)?;
+    Ok(Limiter::Fixed(fw))
+}
+
+/// A non-negative integer limit.
+pub fn limit(word: &[u8]) -> Result<i64, CmdError> {
+    match parse::integer(word)? {
+        l if l < 0 => Err(error::NEGATIVE_LIMIT),
+        l => Ok(l),
+    }
+}
+
+/// A positive window in seconds, in nanoseconds.
+pub fn window(word: &[u8]) -> Result<i64, CmdError> {
+    match parse::seconds_as_nanos(word)? {
+        w if w < 1 => Err(error::WINDOW_NOT_POSITIVE),
+        w => Ok(w),
+    }
+}
+
+impl Limiter {
+    /// Decides a request of `quantity` at `now` on `key`, reading its state
+    /// (WRONGTYPE or an `ERR` for state of another kind) and writing
+    /// nothing.
+    pub fn decide(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Decided, CmdError> {
+        let nothing = |verdict| Decided {
+            verdict,
+            write: Write::None,
+            repair: None,
+        };
+        match self {
+            Limiter::Gcra(g) => {
+                let tat = key.integer(error::INVALID_TAT)?;
+                let (decision, verdict) = g.decide(tat, now, quantity)?;
+                Ok(match decision {
+                    gcra::Decision::Allowed { tat, expire_at_ms } => Decided {
+                        verdict,
+                        write: Write::Tat { tat, expire_at_ms },
+                        repair: None,
+                    },
+                    _ => nothing(verdict),
+                })
+            }
+            Limiter::Exact(sw) => {
+                let (decision, verdict) = match key.value::<WindowState>(&WINDOW_TYPE)? {
+                    Some(WindowState::Approx(_)) => return Err(error::APPROX_KEY),
+                    Some(WindowState::Exact { log, .. }) => sw.decide(log, now, quantity),
+                    None => sw.decide(&Log::new(), now, quantity),
+                };
+                Ok(match decision {
+                    sliding::Decision::Allowed {
+                        record_at: Some(at),
+                    } => Decided {
+                        verdict,
+                        write: Write::Record {
+                            window: sw.window(),
+                            at,
+                            quantity,
+                            approx: false,
+                        },
+                        repair: None,
+                    },
+                    _ => nothing(verdict),
+                })
+            }
+            Limiter::Approx(a) => {
+                let state = match key.value::<WindowState>(&WINDOW_TYPE)? {
+                    Some(WindowState::Exact { .. }) => return Err(error::EXACT_KEY),
+                    Some(WindowState::Approx(c)) => Some(*c),
+                    None => None,
+                };
+                let (decision, verdict) = a.decide(state, now, quantity);
+                Ok(match decision {
+                    sliding_approx::Decision::Allowed { counter: Some(_) } => Decided {
+                        verdict,
+                        write: Write::Record {
+                            window: a.window(),
+                            at: now,
+                            quantity,
+                            approx: true,
+                        },
+                        repair: None,
+                    },
+                    _ => nothing(verdict),
+                })
+            }
+            Limiter::Fixed(fw) => {
+                let found = key.integer(error::INVALID_COUNTER)?.map(|count| Counter {
+                    count,
+                    expire_at_ms: key.abs_expire(),
+                });
+                let outcome = fw.decide(found, now, quantity);
+                let current = found.and_then(|c| c.expire_at_ms);
+                Ok(match outcome.effect {
+                    Effect::None => nothing(outcome.verdict),
+                    Effect::Store {
+                        count,
+                        expire_at_ms,
+                    } => Decided {
+                        verdict: outcome.verdict,
+                        write: Write::Count {
+                            count,
+                            expire_at_ms,
+                            current,
+                        },
+                        repair: None,
+                    },
+                    Effect::Expire { expire_at_ms } => Decided {
+                        verdict: outcome.verdict,
+                        write: Write::None,
+                        repair: Some(expire_at_ms),
+                    },
+                })
+            }
+        }
+    }
+}
+
+impl Decided {
+    /// Writes what a call that goes ahead writes (and the repair).
+    pub fn apply(&self, key: &mut Key) -> Result<(), CmdError> {
+        self.apply_repair(key)?;
+        apply(key, self.write)
+    }
+
+    /// Writes only what a refused call writes.
+    pub fn apply_repair(&self, key: &mut Key) -> Result<(), CmdError> {
+        match self.repair {
+            Some(expire_at_ms) => key.expire_at(expire_at_ms),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Performs `write` on `key` and replicates it as an effect with absolute
+/// times: `SET key value PXAT ms` for strings, `SW.RECORD` for windows.
+pub fn apply(key: &mut Key, write: Write) -> Result<(), CmdError> {
+    match write {
+        Write::None => Ok(()),
+        Write::Tat { tat, expire_at_ms } => {
+            key.set_integer_expiring_at(tat, expire_at_ms, None, c"set")
+        }
+        Write::Count {
+            count,
+            expire_at_ms,
+            current,
+        } => key.set_integer_expiring_at(count, expire_at_ms, current, c"incrby"),
+        Write::Record {
+            window,
+            at,
+            quantity,
+            approx,
+        } => {
+            record(key, window, at, quantity, approx)?;
+            replicate_record(key, window, at, quantity, approx);
+            Ok(())
+        }
+    }
+}
+
+/// Records a request at `at`, fires `sw.allow` and sets the key's expiry:
+/// the one write path of a sliding window, shared by `SW.ALLOW` on the
+/// master and `SW.RECORD` on replicas and in the AOF. On error nothing
+/// changed.
+pub fn record(
+    key: &mut Key,
+    window: i64,
+    at: i64,
+    quantity: i64,
+    approx: bool,
+) -> Result<(), CmdError> {
+    let bad = |_| error::BAD_RECORD;
+    match key.value::<WindowState>(&WINDOW_TYPE)? {
+        Some(WindowState::Approx(_)) if !approx => return Err(error::APPROX_KEY),
+        Some(WindowState::Exact { .. }) if approx => return Err(error::EXACT_KEY),
+        Some(WindowState::Exact { log, window: w }) => {
+            sliding::record(log, window, at, quantity).map_err(bad)?;
+            *w = Some(window);
+        }
+        Some(WindowState::Approx(c)) => *c = sliding_approx::record(Some(*c), window, at, quantity),
+        None => {
+            let state = if approx {
+                WindowState::Approx(sliding_approx::record(None, window, at, quantity))
+            } else {
+                let mut log = Log::new();
+                sliding::record(&mut log, window, at, quantity).map_err(bad)?;
+                WindowState::Exact {
+                    log,
+                    window: Some(window),
+                }
+            };
+            key.set_value(&WINDOW_TYPE, state)?;
+        }
+    }
+    key.changed();
+    key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
+    let expire = key
+        .value::<WindowState>(&WINDOW_TYPE)?
+        .and_then(|s| s.expire_at_ms());
+    if let Some(ms) = expire {
+        key.set_abs_expire(ms)?;
+    }
+    Ok(())
+}
+
+/// `SW.RECORD key window_ns at_ns quantity [APPROX]`.
+fn replicate_record(key: &Key, window: i64, at: i64, quantity: i64, approx: bool) {
+    let fmt = if approx { c"slllc" } else { c"slll" };
+    key.replicate(c"SW.RECORD", fmt, [window, at, quantity], c"APPROX");
+}
