@@ -49,6 +49,15 @@ pub const BAD_PAYLOAD: CmdError =
 pub const PAYLOAD_WITHOUT_WINDOW: CmdError = CmdError::Reply(
     "ERR invalid SW.LOAD payload: written without its window (redis-cell 0.1.0), so its expiry is unknown",
 );
+pub const BAD_NUMKEYS: CmdError = CmdError::Reply(
+    "ERR invalid numkeys: must be a positive integer, with a key and a limiter for each",
+);
+pub const LIMITER_COUNT: CmdError =
+    CmdError::Reply("ERR CL.THROTTLEALL needs exactly numkeys limiters, one for each key");
+pub const UNKNOWN_LIMITER: CmdError =
+    CmdError::Reply("ERR unknown limiter: expected GCRA, SW or FW");
+pub const KEY_TWICE: CmdError =
+    CmdError::Reply("ERR a key is named twice: each limiter needs a key of its own");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
 

@@ -14,6 +14,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 pub enum Reply {
     /// `[limited, limit, remaining, retry_after, reset_after]`.
     Verdict(Verdict, Unit),
+    /// The five integers of the binding limiter and its 1-based index.
+    Binding(Verdict, usize, Unit),
+    /// The call only asked where the keys are, and they were reported.
+    KeysReported,
     /// `+OK`.
     Ok,
 }
@@ -43,6 +47,11 @@ pub fn dispatch(
             reply_integers(ctx, &v.to_reply_in(unit), None);
             Outcome::of(&v)
         }
+        Ok(Reply::Binding(v, index, unit)) => {
+            reply_integers(ctx, &v.to_reply_in(unit), Some(index as i64));
+            Outcome::of(&v)
+        }
+        Ok(Reply::KeysReported) => return raw::Status::Ok as c_int,
         Ok(Reply::Ok) => {
             raw::reply_with_simple_string(ctx, c"OK".as_ptr());
             Outcome::Done

@@ -2,7 +2,7 @@
 //! category where the server supports them, the INFO section, and the load
 //! log line. Optional server features are detected here, once.
 
-use crate::commands::{self, Arg, ArgKind, Command, Docs};
+use crate::commands::{self, Arg, ArgKind, Command, Docs, Keys};
 use crate::MODULE_VERSION_TEXT;
 use redis_module::{raw, Context, Status};
 use std::ffi::CString;
@@ -62,6 +62,11 @@ fn create(ctx: &Context, command: &Command) -> Result<(), ()> {
     let name = CString::new(command.name).map_err(|_| ())?;
     let flags = CString::new(command.flags).map_err(|_| ())?;
     let create = api!(RedisModule_CreateCommand).ok_or(())?;
+    // Counted keys come from the key spec, or the getkeys API.
+    let (first, last, step) = match command.keys {
+        Keys::First => (1, 1, 1),
+        Keys::Counted => (0, 0, 0),
+    };
     // SAFETY: the context is the one Redis passed to OnLoad, the strings are
     // NUL-terminated and copied by Redis, and the entry point is an
     // `extern "C"` function with the signature Redis expects.
@@ -71,9 +76,9 @@ fn create(ctx: &Context, command: &Command) -> Result<(), ()> {
             name.as_ptr(),
             Some(command.entry),
             flags.as_ptr(),
-            1,
-            1,
-            1,
+            first,
+            last,
+            step,
         )
     };
     if status == raw::Status::Ok as c_int {
@@ -92,8 +97,9 @@ fn command_handle(ctx: &Context, name: &str) -> Option<*mut raw::RedisModuleComm
 }
 
 /// Adds `COMMAND DOCS` information (summary, complexity, since, arity,
-/// arguments). Key specs are left as Redis derives them from the key
-/// positions 1,1,1.
+/// arguments) and, for counted keys, the key spec (`numkeys` at argument
+/// 1, keys from argument 2). A single key's spec is left as Redis derives
+/// it from the key positions 1,1,1.
 fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
     let set_info = api!(RedisModule_SetCommandInfo).ok_or(())?;
     let handle = command_handle(ctx, command.name).ok_or(())?;
@@ -107,13 +113,24 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
         .iter()
         .map(|a| c(a.name))
         .collect::<Result<_, _>>()?;
+    let tokens: Vec<Option<CString>> = docs
+        .args
+        .iter()
+        .map(|a| a.token.map(c).transpose())
+        .collect::<Result<_, _>>()?;
     // SAFETY: an all-zero RedisModuleCommandArg is the documented array
     // terminator (null pointers, zero type and flags).
     let mut args: Vec<raw::RedisModuleCommandArg> =
         vec![unsafe { std::mem::zeroed() }; docs.args.len() + 1];
-    for ((slot, arg), name) in args.iter_mut().zip(docs.args).zip(&names) {
-        fill_arg(slot, arg, name);
+    for (((slot, arg), name), token) in args.iter_mut().zip(docs.args).zip(&names).zip(&tokens) {
+        fill_arg(slot, arg, name, token.as_ref());
     }
+    let mut key_specs = match command.keys {
+        Keys::First => Vec::new(),
+        // SAFETY: all-zero key specs are plain data; the second one is the
+        // array terminator.
+        Keys::Counted => vec![counted_key_spec(), unsafe { std::mem::zeroed() }],
+    };
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -128,7 +145,11 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
         history: std::ptr::null_mut(),
         tips: std::ptr::null(),
         arity: docs.arity,
-        key_specs: std::ptr::null_mut(),
+        key_specs: if key_specs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            key_specs.as_mut_ptr()
+        },
         args: args.as_mut_ptr(),
     };
     // SAFETY: every pointer in `info` is valid until this call returns and
@@ -141,7 +162,31 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
     }
 }
 
-fn fill_arg(slot: &mut raw::RedisModuleCommandArg, arg: &Arg, name: &CString) {
+/// `numkeys key [key ...]`: the number of keys at argument 1, the keys
+/// from argument 2 on, each read and updated.
+fn counted_key_spec() -> raw::RedisModuleCommandKeySpec {
+    // SAFETY: an all-zero key spec is plain data, filled in below.
+    let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
+    spec.flags = u64::from(
+        raw::REDISMODULE_CMD_KEY_RW
+            | raw::REDISMODULE_CMD_KEY_ACCESS
+            | raw::REDISMODULE_CMD_KEY_UPDATE,
+    );
+    spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
+    spec.bs.index.pos = 1;
+    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+    spec.fk.keynum.keynumidx = 0;
+    spec.fk.keynum.firstkey = 1;
+    spec.fk.keynum.keystep = 1;
+    spec
+}
+
+fn fill_arg(
+    slot: &mut raw::RedisModuleCommandArg,
+    arg: &Arg,
+    name: &CString,
+    token: Option<&CString>,
+) {
     slot.name = name.as_ptr();
     slot.type_ = match arg.kind {
         ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
@@ -158,8 +203,14 @@ fn fill_arg(slot: &mut raw::RedisModuleCommandArg, arg: &Arg, name: &CString) {
     if matches!(arg.kind, ArgKind::Token) {
         slot.token = name.as_ptr();
     }
+    if let Some(token) = token {
+        slot.token = token.as_ptr();
+    }
     if arg.optional {
-        slot.flags = raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+        slot.flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+    }
+    if arg.multiple {
+        slot.flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
     }
 }
 

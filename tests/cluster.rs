@@ -124,6 +124,27 @@ fn commands_route_by_key_and_limits_hold_on_every_node() {
     assert_eq!(cluster.holder("{user42}:login"), home);
     assert_eq!(cluster.holder("{user42}:daily"), home);
 
+    // Several limits of one user in one call: one slot thanks to the tags.
+    let mut all = redis::cmd("CL.THROTTLEALL");
+    all.arg(2)
+        .arg("{user42}:sec")
+        .arg("{user42}:day")
+        .arg("GCRA")
+        .arg(4)
+        .arg(1)
+        .arg(1)
+        .arg("FW")
+        .arg(1000)
+        .arg(86400)
+        .arg("ALIGN");
+    let v: Vec<i64> = all.query(c).unwrap();
+    assert_eq!(v[0], 0, "{v:?}");
+    assert_eq!(cluster.holder("{user42}:day"), home);
+    // Keys in different slots are refused before anything runs.
+    let n = &cluster.nodes[0];
+    let e = err(&mut n.conn(), "CL.THROTTLEALL 2 {a}x {b}y SW 1 60 SW 1 60");
+    assert!(e.starts_with("CROSSSLOT"), "{e}");
+
     // A plain client on the wrong node is redirected, which the cluster
     // client follows.
     let wrong = cluster

@@ -26,6 +26,9 @@ fn info_counts_calls_allowed_limited_and_errors() {
     five(c, "SW.ALLOW s 1 10");
     five(c, "FW.INCR f 5 10");
     five(c, "CL.PEEK i 1 1 10");
+    cmd(c, "CL.THROTTLEALL 2 ta tb SW 1 10 FW 1 10").unwrap();
+    cmd(c, "CL.THROTTLEALL 2 ta tb SW 1 10 FW 1 10").unwrap();
+    cmd(c, "CL.THROTTLEALL 2 ta ta SW 1 10 FW 1 10").unwrap_err();
     let expect = [
         ("cl_throttle_calls", 4),
         ("cl_throttle_allowed", 2),
@@ -37,6 +40,10 @@ fn info_counts_calls_allowed_limited_and_errors() {
         ("fw_incr_allowed", 1),
         ("cl_peek_calls", 1),
         ("sw_record_calls", 0),
+        ("cl_throttleall_calls", 3),
+        ("cl_throttleall_allowed", 1),
+        ("cl_throttleall_limited", 1),
+        ("cl_throttleall_errors", 1),
     ];
     for (field, want) in expect {
         assert_eq!(info_field(c, field), want, "{field}");
@@ -50,8 +57,11 @@ fn command_docs_for_every_command() {
     for name in [
         "cl.throttle",
         "cl.peek",
+        "cl.throttleall",
         "sw.allow",
+        "sw.peek",
         "fw.incr",
+        "fw.peek",
         "sw.record",
         "sw.load",
     ] {
@@ -105,7 +115,15 @@ fn an_acl_user_limited_to_the_module_on_its_keys() {
             .arg("ratelimit")
             .query(admin)
             .unwrap();
-        for name in ["cl.throttle", "sw.allow", "fw.incr"] {
+        for name in [
+            "cl.throttle",
+            "cl.peek",
+            "cl.throttleall",
+            "sw.allow",
+            "sw.peek",
+            "fw.incr",
+            "fw.peek",
+        ] {
             assert!(
                 in_cat.iter().any(|c| c == name),
                 "{name} not in @ratelimit: {in_cat:?}"

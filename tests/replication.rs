@@ -60,7 +60,15 @@ fn replica_holds_the_masters_state_whatever_its_clock() {
     assert_eq!(snapshot(r, &keys), snapshot(m, &keys));
     let digest = |c: &mut redis::Connection| cmd(c, "DEBUG DIGEST").unwrap();
     assert_eq!(digest(r), digest(m), "whole-dataset digests differ");
-    for name in ["cl.throttle", "cl.peek", "sw.allow", "fw.incr"] {
+    for name in [
+        "cl.throttle",
+        "cl.peek",
+        "cl.throttleall",
+        "sw.allow",
+        "sw.peek",
+        "fw.incr",
+        "fw.peek",
+    ] {
         assert_eq!(command_calls(r, name), 0, "{name} must not be replicated");
     }
     // Every allowed write is one effect; refusals and peeks send nothing.

@@ -6,6 +6,10 @@ pub struct Arg {
     pub name: &'static str,
     pub kind: ArgKind,
     pub optional: bool,
+    /// Given one or more times.
+    pub multiple: bool,
+    /// A keyword that comes before the value (`QUANTITY q`).
+    pub token: Option<&'static str>,
 }
 
 #[derive(Clone, Copy)]
@@ -32,14 +36,30 @@ const fn arg(name: &'static str, kind: ArgKind) -> Arg {
         name,
         kind,
         optional: false,
+        multiple: false,
+        token: None,
     }
 }
 
 const fn optional(name: &'static str, kind: ArgKind) -> Arg {
     Arg {
-        name,
-        kind,
         optional: true,
+        ..arg(name, kind)
+    }
+}
+
+const fn multiple(name: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        multiple: true,
+        ..arg(name, kind)
+    }
+}
+
+const fn keyword(token: &'static str, name: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        optional: true,
+        token: Some(token),
+        ..arg(name, kind)
     }
 }
 
@@ -68,6 +88,19 @@ pub const CL_PEEK: Docs = Docs {
         arg("max_burst", Integer),
         arg("count_per_period", Integer),
         arg("period", Double),
+        optional("MS", Token),
+    ],
+};
+
+pub const CL_THROTTLEALL: Docs = Docs {
+    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
+    complexity: "O(N) in the limiters, each as its own command",
+    arity: -6,
+    args: &[
+        arg("numkeys", Integer),
+        multiple("key", Key),
+        multiple("limiter", ArgKind::String),
+        keyword("QUANTITY", "quantity", Integer),
         optional("MS", Token),
     ],
 };

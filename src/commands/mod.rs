@@ -6,6 +6,7 @@ mod docs;
 mod fixed;
 mod sliding;
 mod throttle;
+mod throttle_all;
 
 use crate::args::{Args, Options};
 use crate::clock;
@@ -19,18 +20,28 @@ pub use docs::{Arg, ArgKind, Docs};
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
 
-/// A command as registered with Redis. Every command takes one key, its
-/// first argument (key positions 1,1,1).
+/// A command as registered with Redis.
 pub struct Command {
     pub name: &'static str,
     pub flags: &'static str,
     pub stats: &'static Stats,
     pub docs: &'static Docs,
+    pub keys: Keys,
     pub entry: unsafe extern "C" fn(
         *mut raw::RedisModuleCtx,
         *mut *mut raw::RedisModuleString,
         c_int,
     ) -> c_int,
+}
+
+/// Where a command's keys are.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Keys {
+    /// One key, the first argument (key positions 1,1,1).
+    First,
+    /// `numkeys key [key ...]` from the first argument on: a key spec
+    /// where the server has them, the getkeys API where it does not.
+    Counted,
 }
 
 /// The shape of every single-limiter command: open the key, read the
@@ -82,6 +93,7 @@ macro_rules! entry {
 
 entry!(cl_throttle, throttle::throttle, CL_THROTTLE);
 entry!(cl_peek, throttle::peek, CL_PEEK);
+entry!(cl_throttleall, throttle_all::throttle_all, CL_THROTTLEALL);
 entry!(sw_allow, sliding::allow, SW_ALLOW);
 entry!(sw_peek, sliding::peek, SW_PEEK);
 entry!(sw_record, sliding::record, SW_RECORD);
@@ -96,6 +108,7 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cl.throttle",
         stats: &CL_THROTTLE,
+        keys: Keys::First,
         docs: &docs::CL_THROTTLE,
         flags: WRITE,
         entry: cl_throttle,
@@ -103,13 +116,23 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cl.peek",
         stats: &CL_PEEK,
+        keys: Keys::First,
         docs: &docs::CL_PEEK,
         flags: READ,
         entry: cl_peek,
     },
     Command {
+        name: "cl.throttleall",
+        stats: &CL_THROTTLEALL,
+        keys: Keys::Counted,
+        docs: &docs::CL_THROTTLEALL,
+        flags: "write deny-oom fast getkeys-api",
+        entry: cl_throttleall,
+    },
+    Command {
         name: "sw.allow",
         stats: &SW_ALLOW,
+        keys: Keys::First,
         docs: &docs::SW_ALLOW,
         flags: WRITE,
         entry: sw_allow,
@@ -117,6 +140,7 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.peek",
         stats: &SW_PEEK,
+        keys: Keys::First,
         docs: &docs::SW_PEEK,
         flags: READ,
         entry: sw_peek,
@@ -124,6 +148,7 @@ pub const ALL: &[Command] = &[
     Command {
         name: "fw.incr",
         stats: &FW_INCR,
+        keys: Keys::First,
         docs: &docs::FW_INCR,
         flags: WRITE,
         entry: fw_incr,
@@ -131,6 +156,7 @@ pub const ALL: &[Command] = &[
     Command {
         name: "fw.peek",
         stats: &FW_PEEK,
+        keys: Keys::First,
         docs: &docs::FW_PEEK,
         flags: READ,
         entry: fw_peek,
@@ -139,6 +165,7 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.record",
         stats: &SW_RECORD,
+        keys: Keys::First,
         docs: &docs::SW_RECORD,
         flags: "write deny-oom",
         entry: sw_record,
@@ -146,6 +173,7 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.load",
         stats: &SW_LOAD,
+        keys: Keys::First,
         docs: &docs::SW_LOAD,
         flags: "write deny-oom",
         entry: sw_load,

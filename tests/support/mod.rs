@@ -274,8 +274,9 @@ impl Server {
                             .and_then(|p| p.trim().parse::<u32>().ok())
                     });
                 // Another test's server on this port is not ours.
-                if pid == Some(self.child.id()) {
-                    let modules: Value = redis::cmd("MODULE").arg("LIST").query(&mut c).unwrap();
+                // Still loading its data: not ready yet.
+                let modules = redis::cmd("MODULE").arg("LIST").query::<Value>(&mut c);
+                if let (Some(true), Ok(modules)) = (pid.map(|p| p == self.child.id()), modules) {
                     assert!(
                         format!("{modules:?}").contains("redis-cell"),
                         "module not loaded: {modules:?}"
@@ -483,13 +484,28 @@ impl Workload {
             set_time(self.now);
             let i = self.next(4);
             let q = self.next(4);
-            let line = match self.next(6) {
+            let line = match self.next(7) {
                 0 => format!("CL.THROTTLE rl:cl:{i} 4 10 2 {q}"),
                 1 => format!("CL.PEEK rl:cl:{i} 4 10 2"),
                 2 => format!("SW.ALLOW rl:sw:{i} 6 1.5 {q}"),
                 3 => format!("SW.ALLOW rl:swa:{i} 6 2 {q} APPROX"),
                 4 => format!("FW.INCR rl:fw:{i} 5 1 {q}"),
-                _ => format!("FW.INCR rl:fwa:{i} 5 0.75 ALIGN {q}"),
+                5 => format!("FW.INCR rl:fwa:{i} 5 0.75 ALIGN {q}"),
+                _ => {
+                    // Two limiters of different kinds, all or nothing.
+                    let first = self.next(5) as usize;
+                    let second = (first + 1 + self.next(4) as usize) % 5;
+                    let reply = all_of(c, &[first, second], i, q);
+                    if reply[0] == 1 {
+                        self.refused += 1;
+                    } else {
+                        // A GCRA stores even with quantity 0.
+                        for k in [first, second] {
+                            self.writes += i64::from(k == 0 || q > 0);
+                        }
+                    }
+                    continue;
+                }
             };
             let reply = five(c, &line);
             if reply[0] == 1 {
@@ -500,6 +516,41 @@ impl Workload {
                 self.writes += 1;
             }
         }
+    }
+}
+
+/// The workload's limiters by kind: key prefix and limiter words, as its
+/// single commands use them.
+const KINDS: [(&str, &str); 5] = [
+    ("cl", "GCRA 4 10 2"),
+    ("sw", "SW 6 1.5"),
+    ("swa", "SW 6 2 APPROX"),
+    ("fw", "FW 5 1"),
+    ("fwa", "FW 5 0.75 ALIGN"),
+];
+
+/// `CL.THROTTLEALL` over the keys of `kinds` with index `i`.
+fn all_of(c: &mut redis::Connection, kinds: &[usize], i: u64, q: u64) -> Vec<i64> {
+    let keys: Vec<String> = kinds
+        .iter()
+        .map(|&k| format!("rl:{}:{i}", KINDS[k].0))
+        .collect();
+    let limiters: Vec<&str> = kinds.iter().map(|&k| KINDS[k].1).collect();
+    let line = format!(
+        "CL.THROTTLEALL {} {} {} QUANTITY {q}",
+        keys.len(),
+        keys.join(" "),
+        limiters.join(" ")
+    );
+    match cmd(c, &line) {
+        Ok(Value::Array(v)) if v.len() == 6 => v
+            .into_iter()
+            .map(|x| match x {
+                Value::Int(n) => n,
+                other => panic!("{line}: {other:?}"),
+            })
+            .collect(),
+        other => panic!("{line}: {other:?}"),
     }
 }
 
