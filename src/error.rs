@@ -58,6 +58,12 @@ pub const UNKNOWN_LIMITER: CmdError =
     CmdError::Reply("ERR unknown limiter: expected GCRA, SW or FW");
 pub const KEY_TWICE: CmdError =
     CmdError::Reply("ERR a key is named twice: each limiter needs a key of its own");
+pub const MAXWAIT_MISSING: CmdError = CmdError::Reply(
+    "ERR CL.RESERVE needs MAXWAIT seconds: the longest the caller will wait for its slot",
+);
+pub const NEGATIVE_MAXWAIT: CmdError = CmdError::Reply("ERR invalid MAXWAIT: must be 0 or greater");
+pub const BAD_UNRECORD: CmdError =
+    CmdError::Reply("ERR invalid SW.UNRECORD: needs window >= 1, at >= 0, quantity >= 1");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
 

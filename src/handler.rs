@@ -16,6 +16,9 @@ pub enum Reply {
     Verdict(Verdict, Unit),
     /// The five integers of the binding limiter and its 1-based index.
     Binding(Verdict, usize, Unit),
+    /// An admission later: the state after it, and the wait (reported
+    /// rounded up) in place of `retry_after`.
+    Reserved(Verdict, i64, Unit),
     /// The call only asked where the keys are, and they were reported.
     KeysReported,
     /// `+OK`.
@@ -49,6 +52,12 @@ pub fn dispatch(
         }
         Ok(Reply::Binding(v, index, unit)) => {
             reply_integers(ctx, &v.to_reply_in(unit), Some(index as i64));
+            Outcome::of(&v)
+        }
+        Ok(Reply::Reserved(v, wait, unit)) => {
+            let mut reply = v.to_reply_in(unit);
+            reply[3] = unit.ceil(wait);
+            reply_integers(ctx, &reply, None);
             Outcome::of(&v)
         }
         Ok(Reply::KeysReported) => return raw::Status::Ok as c_int,

@@ -208,6 +208,68 @@ impl Limiter {
     }
 }
 
+impl Limiter {
+    /// Gives back up to `quantity` on `key`, never beyond a full limiter,
+    /// and answers what the limiter's peek answers afterwards. A refund that
+    /// empties the limiter deletes the key; an absent key stays absent.
+    pub fn refund(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Verdict, CmdError> {
+        match self {
+            Limiter::Gcra(g) => {
+                if let Some(tat) = key.integer(error::INVALID_TAT)? {
+                    match g.refund(tat, now, quantity) {
+                        gcra::Refund::Empty => key.delete(true)?,
+                        gcra::Refund::Unchanged => {}
+                        gcra::Refund::Store { tat, expire_at_ms } => {
+                            key.set_integer_expiring_at(tat, expire_at_ms, None, c"set")?
+                        }
+                    }
+                }
+            }
+            Limiter::Exact(sw) => {
+                if self.state(key)?.is_some() && quantity > 0 {
+                    unrecord(key, sw.window(), now, quantity, false)?;
+                    replicate_unrecord(key, sw.window(), now, quantity, false);
+                }
+            }
+            Limiter::Approx(a) => {
+                if self.state(key)?.is_some() && quantity > 0 {
+                    unrecord(key, a.window(), now, quantity, true)?;
+                    replicate_unrecord(key, a.window(), now, quantity, true);
+                }
+            }
+            Limiter::Fixed(fw) => {
+                let found = key.integer(error::INVALID_COUNTER)?.map(|count| Counter {
+                    count,
+                    expire_at_ms: key.abs_expire(),
+                });
+                let current = found.and_then(|c| c.expire_at_ms);
+                match fw.refund(found, now, quantity) {
+                    None => {}
+                    Some(Counter { count: 0, .. }) => key.delete(true)?,
+                    Some(Counter {
+                        count,
+                        expire_at_ms,
+                    }) => {
+                        let expire_at_ms = expire_at_ms.ok_or(error::INTERNAL)?;
+                        key.set_integer_expiring_at(count, expire_at_ms, current, c"decrby")?
+                    }
+                }
+            }
+        }
+        Ok(self.decide(key, now, 0)?.verdict)
+    }
+
+    /// The sliding window state of `key` checked against this limiter's
+    /// mode (exact or APPROX).
+    fn state<'k>(&self, key: &'k mut Key) -> Result<Option<&'k mut WindowState>, CmdError> {
+        match (key.value::<WindowState>(&WINDOW_TYPE)?, self) {
+            (Some(WindowState::Approx(_)), Limiter::Exact(_)) => Err(error::APPROX_KEY),
+            (Some(WindowState::Exact { .. }), Limiter::Approx(_)) => Err(error::EXACT_KEY),
+            (state, _) => Ok(state),
+        }
+    }
+}
+
 impl Decided {
     /// Writes what a call that goes ahead writes (and the repair).
     pub fn apply(&self, key: &mut Key) -> Result<(), CmdError> {
@@ -293,6 +355,53 @@ pub fn record(
         key.set_abs_expire(ms)?;
     }
     Ok(())
+}
+
+/// Gives back `quantity` at `at` in a sliding window: the one path shared
+/// by `SW.REFUND` on the master and `SW.UNRECORD` on replicas and in the
+/// AOF. The key is deleted when nothing is left in its window (without
+/// replicating a `DEL`: the effect replays to the same result). An absent
+/// key stays absent.
+pub fn unrecord(
+    key: &mut Key,
+    window: i64,
+    at: i64,
+    quantity: i64,
+    approx: bool,
+) -> Result<(), CmdError> {
+    let bad = |_| error::BAD_RECORD;
+    let empty = match key.value::<WindowState>(&WINDOW_TYPE)? {
+        None => return Ok(()),
+        Some(WindowState::Approx(_)) if !approx => return Err(error::APPROX_KEY),
+        Some(WindowState::Exact { .. }) if approx => return Err(error::EXACT_KEY),
+        Some(WindowState::Exact { log, window: w }) => {
+            sliding::unrecord(log, window, at, quantity).map_err(bad)?;
+            *w = Some(window);
+            log.is_empty()
+        }
+        Some(WindowState::Approx(c)) => {
+            *c = sliding_approx::unrecord(Some(*c), window, at, quantity);
+            c.previous == 0 && c.current == 0
+        }
+    };
+    if empty {
+        return key.delete(false);
+    }
+    key.changed();
+    key.notify(raw::NotifyEvent::MODULE, c"sw.refund");
+    let expire = key
+        .value::<WindowState>(&WINDOW_TYPE)?
+        .and_then(|s| s.expire_at_ms());
+    if let Some(ms) = expire {
+        key.set_abs_expire(ms)?;
+    }
+    Ok(())
+}
+
+/// `SW.UNRECORD key window_ns at_ns quantity [APPROX]`.
+fn replicate_unrecord(key: &Key, window: i64, at: i64, quantity: i64, approx: bool) {
+    let fmt = if approx { c"slllc" } else { c"slll" };
+    key.replicate(c"SW.UNRECORD", fmt, [window, at, quantity], c"APPROX");
 }
 
 /// `SW.RECORD key window_ns at_ns quantity [APPROX]`.

@@ -328,8 +328,9 @@ impl Key {
         self.written = true;
     }
 
-    /// Deletes the key, fires `del`, and replicates `DEL`.
-    pub fn delete(&mut self) -> Result<(), CmdError> {
+    /// Deletes the key and fires `del`; replicates `DEL` when `replicate`
+    /// (not when the command's own effect is replicated instead).
+    pub fn delete(&mut self, replicate: bool) -> Result<(), CmdError> {
         if self.holds() == Holds::Nothing {
             return Ok(());
         }
@@ -340,7 +341,9 @@ impl Key {
             return Err(error::INTERNAL);
         }
         self.notify(raw::NotifyEvent::GENERIC, c"del");
-        self.replicate(c"DEL", c"s", [0; 3], c"");
+        if replicate {
+            self.replicate(c"DEL", c"s", [0; 3], c"");
+        }
         Ok(())
     }
 

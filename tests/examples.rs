@@ -48,27 +48,7 @@ fn rust_example_sends_429_with_retry_after() {
 #[test]
 fn python_example_sends_429_with_retry_after() {
     let s = Server::start();
-    let out = std::process::Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/python_headers.py"
-        ))
-        .arg("bob")
-        .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
-        // scripts/deps installs redis-py there.
-        .env(
-            "PYTHONPATH",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/target/deps/python"),
-        )
-        .output()
-        .expect("python3 is needed to run the Python example");
-    assert!(
-        out.status.success(),
-        "python example failed (redis-py comes from scripts/deps): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
+    let lines = python(&s, "bob", "headers");
     assert_eq!(lines.len(), 18);
     assert_eq!(
         lines[0],
@@ -78,4 +58,98 @@ fn python_example_sends_429_with_retry_after() {
         lines[17],
         "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
     );
+}
+
+fn python(s: &Server, user: &str, mode: &str) -> Vec<String> {
+    let out = std::process::Command::new("python3")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/python_headers.py"
+        ))
+        .arg(user)
+        .arg(mode)
+        .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
+        .env(
+            "PYTHONPATH",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/target/deps/python"),
+        )
+        .output()
+        .expect("python3 is needed to run the Python example");
+    assert!(
+        out.status.success(),
+        "python example failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+const SEC_POLICY: &str = "RateLimit-Policy: 5;w=1";
+const DAY_POLICY: &str = "RateLimit-Policy: 8;w=86400";
+
+/// The lines both tiered examples must print: five allowed by the
+/// per-second bucket, then refused by it; two seconds later the daily
+/// quota binds, then refuses until the end of the day (6,398 s away).
+fn tiered_expectations() -> (Vec<String>, Vec<String>) {
+    let sec = |rem: i64| {
+        format!("200 RateLimit-Limit: 5 RateLimit-Remaining: {rem} RateLimit-Reset: 1 {SEC_POLICY}")
+    };
+    let mut first: Vec<String> = (0..5).rev().map(sec).collect();
+    for _ in 0..2 {
+        first.push(format!("429 RateLimit-Limit: 5 RateLimit-Remaining: 0 RateLimit-Reset: 1 {SEC_POLICY} Retry-After: 1"));
+    }
+    let day = |rem: i64| {
+        format!(
+            "200 RateLimit-Limit: 8 RateLimit-Remaining: {rem} RateLimit-Reset: 6398 {DAY_POLICY}"
+        )
+    };
+    let mut second: Vec<String> = (0..3).rev().map(day).collect();
+    for _ in 0..4 {
+        second.push(format!("429 RateLimit-Limit: 8 RateLimit-Remaining: 0 RateLimit-Reset: 6398 {DAY_POLICY} Retry-After: 6398"));
+    }
+    (first, second)
+}
+
+#[test]
+fn tiered_examples_map_the_binding_limit_to_headers() {
+    let (first, second) = tiered_expectations();
+    let s = Server::start();
+    assert_eq!(python(&s, "ann", "tiered"), first);
+    let c = &mut s.conn();
+    let rust = |c: &mut redis::Connection| -> Vec<String> {
+        (0..7)
+            .map(|_| {
+                let a = rust_headers::throttle_tiered(c, "ben").unwrap();
+                let h: Vec<String> = a.headers.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                format!("{} {}", a.status, h.join(" "))
+            })
+            .collect()
+    };
+    assert_eq!(rust(c), first);
+    s.set_time(T0 + 2 * SEC);
+    assert_eq!(python(&s, "ann", "tiered"), second);
+    assert_eq!(rust(c), second);
+}
+
+#[test]
+fn worker_examples_wait_for_their_slot() {
+    let s = Server::start();
+    let expected: Vec<String> = (0..10)
+        .map(|i| format!("waited {} ms, got response {i}", i * 10))
+        .collect();
+    assert_eq!(python(&s, "api1", "worker"), expected);
+    let c = &mut s.conn();
+    let rust: Vec<String> = (0..10)
+        .map(|i| {
+            let (waited, got) =
+                rust_headers::call_when_allowed(c, "api2", || format!("response {i}"))
+                    .unwrap()
+                    .expect("a slot within a second");
+            format!("waited {waited} ms, got {got}")
+        })
+        .collect();
+    assert_eq!(rust, expected);
 }

@@ -58,11 +58,16 @@ fn command_docs_for_every_command() {
         "cl.throttle",
         "cl.peek",
         "cl.throttleall",
+        "cl.reserve",
+        "cl.refund",
         "sw.allow",
         "sw.peek",
+        "sw.refund",
         "fw.incr",
         "fw.peek",
+        "fw.refund",
         "sw.record",
+        "sw.unrecord",
         "sw.load",
     ] {
         if !server_version().has_7_0() {
@@ -119,10 +124,14 @@ fn an_acl_user_limited_to_the_module_on_its_keys() {
             "cl.throttle",
             "cl.peek",
             "cl.throttleall",
+            "cl.reserve",
+            "cl.refund",
             "sw.allow",
             "sw.peek",
+            "sw.refund",
             "fw.incr",
             "fw.peek",
+            "fw.refund",
         ] {
             assert!(
                 in_cat.iter().any(|c| c == name),

@@ -121,6 +121,31 @@ impl FixedWindow {
     }
 }
 
+impl FixedWindow {
+    /// Gives back `quantity` to the counter found: its count goes down, not
+    /// below 0, keeping the end of its window (a counter found without a
+    /// TTL gets the end of a window starting now). `None` when there is
+    /// nothing to write: no counter, or a refund of 0. A count of 0 means
+    /// the key should go.
+    pub fn refund(&self, found: Option<Counter>, now: i64, quantity: i64) -> Option<Counter> {
+        let ms = i128::from(NANOS_PER_MILLI);
+        let c = found.filter(|c| {
+            c.expire_at_ms
+                .is_none_or(|e| i128::from(now) < i128::from(e) * ms)
+        })?;
+        if quantity <= 0 && c.expire_at_ms.is_some() {
+            return None;
+        }
+        Some(Counter {
+            count: c.count.saturating_sub(quantity.max(0)).max(0),
+            expire_at_ms: Some(
+                c.expire_at_ms
+                    .unwrap_or_else(|| self.new_window_end_ms(now)),
+            ),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -33,6 +33,32 @@ pub enum Decision {
     NeverFits,
 }
 
+/// What a reservation decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reservation {
+    /// Decided as `CL.THROTTLE` decides: admitted now, or refused.
+    Now(Decision, Verdict),
+    /// Admitted `wait` nanoseconds from now: store `tat`, expiring at
+    /// `expire_at_ms`; `verdict` is the state after the reservation.
+    Later {
+        tat: i64,
+        expire_at_ms: i64,
+        wait: i64,
+        verdict: Verdict,
+    },
+}
+
+/// What a refund leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refund {
+    /// The bucket is full again: delete the key.
+    Empty,
+    /// Nothing to give back.
+    Unchanged,
+    /// Store the earlier TAT, expiring when the bucket is full.
+    Store { tat: i64, expire_at_ms: i64 },
+}
+
 impl Gcra {
     /// Parameters as given to `CL.THROTTLE`: `max_burst >= 0`, `count >= 1`
     /// and `period >= 1` (nanoseconds). Other values are rejected as
@@ -125,6 +151,67 @@ impl Gcra {
             reset_after: saturate(ttl),
         };
         Ok((decision, verdict))
+    }
+
+    /// Reserves `quantity` at `now` for a caller willing to wait up to
+    /// `max_wait` nanoseconds: admitted now exactly as [`Gcra::decide`]
+    /// admits; otherwise, when it fits the bucket and its slot comes within
+    /// `max_wait`, admitted later: the slot is taken now (the TAT moves as
+    /// for an admitted request) and the caller must wait `wait`.
+    pub fn reserve(
+        &self,
+        stored_tat: Option<i64>,
+        now: i64,
+        quantity: i64,
+        max_wait: i64,
+    ) -> Result<Reservation, ParamError> {
+        let (decision, verdict) = self.decide(stored_tat, now, quantity)?;
+        let Decision::Limited { retry_after } = decision else {
+            return Ok(Reservation::Now(decision, verdict));
+        };
+        if retry_after > max_wait {
+            return Ok(Reservation::Now(decision, verdict));
+        }
+        // The slot at `now + retry_after` is taken: the TAT moves exactly as
+        // it will when the request is admitted then.
+        let increment = i128::from(self.emission) * i128::from(quantity);
+        let tat = i128::from(stored_tat.unwrap_or(now).max(now)) + increment;
+        let tat = i64::try_from(tat).map_err(|_| ParamError::Overflow)?;
+        let ttl = i128::from(tat) - i128::from(now);
+        let expire_at_ms =
+            i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl / i128::from(NANOS_PER_MILLI);
+        Ok(Reservation::Later {
+            tat,
+            expire_at_ms: saturate(expire_at_ms),
+            wait: retry_after,
+            verdict: Verdict {
+                limited: false,
+                limit: self.limit,
+                remaining: self.remaining(ttl),
+                retry_after: None,
+                reset_after: saturate(ttl),
+            },
+        })
+    }
+
+    /// Gives back `quantity` to a bucket whose TAT is `tat`: the TAT moves
+    /// back by `T * quantity`, never before `now` (a full bucket).
+    pub fn refund(&self, tat: i64, now: i64, quantity: i64) -> Refund {
+        let back = i128::from(self.emission) * i128::from(quantity.max(0));
+        let new_tat = i128::from(tat) - back;
+        if new_tat <= i128::from(now) {
+            return Refund::Empty;
+        }
+        if back == 0 {
+            return Refund::Unchanged;
+        }
+        let ttl = new_tat - i128::from(now);
+        let expire_at_ms =
+            i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl / i128::from(NANOS_PER_MILLI);
+        Refund::Store {
+            tat: saturate(new_tat),
+            expire_at_ms: saturate(expire_at_ms),
+        }
     }
 
     /// How many more requests of quantity 1 fit when the bucket empties in

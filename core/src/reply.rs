@@ -30,12 +30,22 @@ pub enum Unit {
 }
 
 impl Unit {
-    /// A duration in nanoseconds in this unit.
+    /// A duration in nanoseconds in this unit, by the reply rules.
     pub fn of(self, nanos: i64) -> i64 {
         match self {
             Unit::Seconds => whole_seconds_rounded_up(nanos),
             Unit::Millis => millis_rounded_up(nanos),
         }
+    }
+
+    /// A duration in nanoseconds in this unit, rounded up: a caller that
+    /// sleeps this long is never early (a reservation's wait).
+    pub fn ceil(self, nanos: i64) -> i64 {
+        let unit = match self {
+            Unit::Seconds => NANOS_PER_SEC,
+            Unit::Millis => NANOS_PER_MILLI,
+        };
+        nanos / unit + i64::from(nanos % unit > 0)
     }
 }
 

@@ -171,6 +171,19 @@ pub fn record(state: Option<Counter>, window: i64, at: i64, quantity: i64) -> Co
     }
 }
 
+/// Gives back `quantity` at `at`: lowers the current window's count (not
+/// below 0), then the previous window's.
+pub fn unrecord(state: Option<Counter>, window: i64, at: i64, quantity: i64) -> Counter {
+    let c = roll(state, window, at);
+    let from_current = c.current.min(quantity.max(0));
+    let from_previous = c.previous.min(quantity.max(0) - from_current);
+    Counter {
+        current: c.current - from_current,
+        previous: c.previous - from_previous,
+        ..c
+    }
+}
+
 impl Counter {
     /// When the key can expire: once both counts have weight zero.
     pub fn expire_at_ms(&self) -> i64 {

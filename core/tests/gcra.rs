@@ -235,3 +235,125 @@ proptest! {
         }
     }
 }
+
+mod reserve_and_refund {
+    use super::*;
+    use cell_core::gcra::{Refund, Reservation};
+
+    #[test]
+    fn a_reservation_takes_the_next_slot() {
+        // 10 per second, bursts of 2: T = 100 ms, DVT = 200 ms.
+        let g = Gcra::new(1, 10, S).unwrap();
+        let mut tat = None;
+        for expected_wait in [None, None, Some(100), Some(200), Some(300)] {
+            match g.reserve(tat, T0, 1, 300 * NANOS_PER_MILLI).unwrap() {
+                Reservation::Now(Decision::Allowed { tat: t, .. }, _) => {
+                    assert_eq!(expected_wait, None);
+                    tat = Some(t);
+                }
+                Reservation::Later {
+                    tat: t,
+                    wait,
+                    verdict,
+                    ..
+                } => {
+                    assert_eq!(Some(wait / NANOS_PER_MILLI), expected_wait);
+                    assert_eq!(verdict.remaining, 0);
+                    assert!(!verdict.limited);
+                    tat = Some(t);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // The next slot is 400 ms away: beyond MAXWAIT, refused as
+        // CL.THROTTLE refuses, and nothing is taken.
+        let r = g.reserve(tat, T0, 1, 300 * NANOS_PER_MILLI).unwrap();
+        assert_eq!(
+            r,
+            Reservation::Now(
+                g.decide(tat, T0, 1).unwrap().0,
+                g.decide(tat, T0, 1).unwrap().1
+            )
+        );
+        assert!(
+            matches!(r, Reservation::Now(Decision::Limited { retry_after }, _) if retry_after == 400 * NANOS_PER_MILLI)
+        );
+        // Too large ever to fit.
+        assert!(matches!(
+            g.reserve(None, T0, 3, i64::MAX).unwrap(),
+            Reservation::Now(Decision::NeverFits, _)
+        ));
+    }
+
+    proptest! {
+        /// Reservations and throttles mixed on one bucket never admit more
+        /// than the rate over any interval: between any two admissions
+        /// (at `now + wait`), the quantity admitted is at most the interval
+        /// over T plus the burst. MAXWAIT is never exceeded.
+        #[test]
+        fn never_more_than_the_rate(
+            burst in 0i64..5,
+            period_ms in 1i64..2_000,
+            calls in prop::collection::vec((0i64..300, 1i64..4, 0i64..1_000, any::<bool>()), 1..120),
+        ) {
+            let g = Gcra::new(burst, 1, period_ms * NANOS_PER_MILLI).unwrap();
+            let mut tat = None;
+            let mut now = T0;
+            let mut admitted: Vec<(i64, i64)> = Vec::new();
+            for (dt_ms, q, max_wait_ms, reserve) in calls {
+                now += dt_ms * NANOS_PER_MILLI;
+                let max_wait = if reserve { max_wait_ms * NANOS_PER_MILLI } else { 0 };
+                match g.reserve(tat, now, q, max_wait).unwrap() {
+                    Reservation::Now(Decision::Allowed { tat: t, .. }, _) => {
+                        tat = Some(t);
+                        admitted.push((now, q));
+                    }
+                    Reservation::Later { tat: t, wait, .. } => {
+                        prop_assert!(wait > 0 && wait <= max_wait);
+                        tat = Some(t);
+                        admitted.push((now + wait, q));
+                    }
+                    Reservation::Now(_, v) => prop_assert!(v.limited),
+                }
+            }
+            admitted.sort();
+            let t = i128::from(g.emission());
+            for i in 0..admitted.len() {
+                let mut sum = 0i128;
+                for j in i..admitted.len() {
+                    sum += i128::from(admitted[j].1);
+                    let span = i128::from(admitted[j].0 - admitted[i].0);
+                    prop_assert!(
+                        sum * t <= span + i128::from(g.tolerance()),
+                        "{} admitted in {} ns", sum, span
+                    );
+                }
+            }
+        }
+
+        /// A refund of what was just admitted restores the previous state:
+        /// the same TAT, or an empty key where the bucket was full.
+        #[test]
+        fn refund_undoes_an_admission(
+            burst in 0i64..20,
+            count in 1i64..50,
+            stored in prop::option::of(-5_000i64..5_000),
+            q in 0i64..5,
+            dt in 0i64..1_000,
+        ) {
+            let g = Gcra::new(burst, count, S).unwrap();
+            let now = T0 + dt * NANOS_PER_MILLI;
+            let before = stored.map(|ms| now + ms * NANOS_PER_MILLI);
+            if let (Decision::Allowed { tat, .. }, _) = g.decide(before, now, q).unwrap() {
+                let after = match g.refund(tat, now, q) {
+                    Refund::Empty => None,
+                    Refund::Unchanged => Some(tat),
+                    Refund::Store { tat, .. } => Some(tat),
+                };
+                // A TAT at or before now is a full bucket, like no key.
+                let full = |t: Option<i64>| t.filter(|&t| t > now);
+                prop_assert_eq!(full(after), full(before));
+            }
+        }
+    }
+}

@@ -300,3 +300,31 @@ proptest! {
         prop_assert_eq!(Log::decode(&log.encode()).unwrap(), log);
     }
 }
+
+proptest! {
+    /// A refund of what was just admitted restores the previous log (less
+    /// what left the window meanwhile, which no decision can see).
+    #[test]
+    fn refund_undoes_an_admission(
+        entries in prop::collection::vec((0i64..2_000_000_000, 1i64..5), 0..60),
+        q in 1i64..6,
+        dt in 0i64..3_000_000_000,
+    ) {
+        let window = 5 * S;
+        let mut log = Log::new();
+        let mut ts = T0;
+        for (step, eq) in entries {
+            ts += step;
+            record(&mut log, window, ts, eq).unwrap();
+        }
+        let now = ts + dt;
+        let mut expected = log.clone();
+        expected.purge(now - window);
+        let sw = SlidingWindow::new(1_000, window).unwrap();
+        if let (Decision::Allowed { record_at: Some(at) }, _) = sw.decide(&log, now, q) {
+            record(&mut log, window, at, q).unwrap();
+            cell_core::sliding::unrecord(&mut log, window, at, q).unwrap();
+            prop_assert_eq!(log, expected);
+        }
+    }
+}

@@ -55,6 +55,13 @@ const fn multiple(name: &'static str, kind: ArgKind) -> Arg {
     }
 }
 
+const fn keyword_required(token: &'static str, name: &'static str, kind: ArgKind) -> Arg {
+    Arg {
+        token: Some(token),
+        ..arg(name, kind)
+    }
+}
+
 const fn keyword(token: &'static str, name: &'static str, kind: ArgKind) -> Arg {
     Arg {
         optional: true,
@@ -102,6 +109,76 @@ pub const CL_THROTTLEALL: Docs = Docs {
         multiple("limiter", ArgKind::String),
         keyword("QUANTITY", "quantity", Integer),
         optional("MS", Token),
+    ],
+};
+
+pub const CL_RESERVE: Docs = Docs {
+    summary: "GCRA as a queue: admits now as CL.THROTTLE, or takes the next slot when it comes within MAXWAIT and answers [0, limit, remaining, wait, reset_after] (wait rounded up), or refuses as CL.THROTTLE.",
+    complexity: "O(1)",
+    arity: -7,
+    args: &[
+        arg("key", Key),
+        arg("max_burst", Integer),
+        arg("count_per_period", Integer),
+        arg("period", Double),
+        optional("quantity", Integer),
+        keyword_required("MAXWAIT", "seconds", Double),
+        optional("MS", Token),
+    ],
+};
+
+pub const CL_REFUND: Docs = Docs {
+    summary: "Gives back up to `quantity` to a CL.THROTTLE bucket (never beyond full; a full bucket's key is deleted), and answers what CL.PEEK answers afterwards.",
+    complexity: "O(1)",
+    arity: -6,
+    args: &[
+        arg("key", Key),
+        arg("max_burst", Integer),
+        arg("count_per_period", Integer),
+        arg("period", Double),
+        arg("quantity", Integer),
+        optional("MS", Token),
+    ],
+};
+
+pub const SW_REFUND: Docs = Docs {
+    summary: "Gives back up to `quantity` to a sliding window (newest requests first; with APPROX, the current window's count, then the previous one's), and answers what SW.PEEK answers afterwards.",
+    complexity: "O(1) amortised; O(C) per 16 KiB chunk of the log given back",
+    arity: -5,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("window", Double),
+        arg("quantity", Integer),
+        optional("APPROX", Token),
+        optional("MS", Token),
+    ],
+};
+
+pub const FW_REFUND: Docs = Docs {
+    summary: "Gives back up to `quantity` to a fixed window counter (not below 0, keeping its window's end), and answers what FW.PEEK answers afterwards.",
+    complexity: "O(1)",
+    arity: -5,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("window", Double),
+        arg("quantity", Integer),
+        optional("ALIGN", Token),
+        optional("MS", Token),
+    ],
+};
+
+pub const SW_UNRECORD: Docs = Docs {
+    summary: "Gives back `quantity` in a sliding window at an explicit time (the effect SW.REFUND replicates).",
+    complexity: "O(1) amortised",
+    arity: -5,
+    args: &[
+        arg("key", Key),
+        arg("window_ns", Integer),
+        arg("at_ns", Integer),
+        arg("quantity", Integer),
+        optional("APPROX", Token),
     ],
 };
 

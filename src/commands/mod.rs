@@ -4,6 +4,8 @@
 
 mod docs;
 mod fixed;
+mod refund;
+mod reserve;
 mod sliding;
 mod throttle;
 mod throttle_all;
@@ -94,6 +96,11 @@ macro_rules! entry {
 entry!(cl_throttle, throttle::throttle, CL_THROTTLE);
 entry!(cl_peek, throttle::peek, CL_PEEK);
 entry!(cl_throttleall, throttle_all::throttle_all, CL_THROTTLEALL);
+entry!(cl_reserve, reserve::reserve, CL_RESERVE);
+entry!(cl_refund, refund::cl, CL_REFUND);
+entry!(sw_refund, refund::sw, SW_REFUND);
+entry!(fw_refund, refund::fw, FW_REFUND);
+entry!(sw_unrecord, refund::unrecord, SW_UNRECORD);
 entry!(sw_allow, sliding::allow, SW_ALLOW);
 entry!(sw_peek, sliding::peek, SW_PEEK);
 entry!(sw_record, sliding::record, SW_RECORD);
@@ -102,6 +109,8 @@ entry!(fw_incr, fixed::incr, FW_INCR);
 entry!(fw_peek, fixed::peek, FW_PEEK);
 
 const WRITE: &str = "write deny-oom fast";
+/// Refunds free what they touch (or keep its size): allowed under OOM.
+const REFUND: &str = "write fast";
 const READ: &str = "readonly fast";
 
 pub const ALL: &[Command] = &[
@@ -130,6 +139,22 @@ pub const ALL: &[Command] = &[
         entry: cl_throttleall,
     },
     Command {
+        name: "cl.reserve",
+        stats: &CL_RESERVE,
+        keys: Keys::First,
+        docs: &docs::CL_RESERVE,
+        flags: WRITE,
+        entry: cl_reserve,
+    },
+    Command {
+        name: "cl.refund",
+        stats: &CL_REFUND,
+        keys: Keys::First,
+        docs: &docs::CL_REFUND,
+        flags: REFUND,
+        entry: cl_refund,
+    },
+    Command {
         name: "sw.allow",
         stats: &SW_ALLOW,
         keys: Keys::First,
@@ -144,6 +169,14 @@ pub const ALL: &[Command] = &[
         docs: &docs::SW_PEEK,
         flags: READ,
         entry: sw_peek,
+    },
+    Command {
+        name: "sw.refund",
+        stats: &SW_REFUND,
+        keys: Keys::First,
+        docs: &docs::SW_REFUND,
+        flags: REFUND,
+        entry: sw_refund,
     },
     Command {
         name: "fw.incr",
@@ -161,7 +194,15 @@ pub const ALL: &[Command] = &[
         flags: READ,
         entry: fw_peek,
     },
-    // The effects replicas and the AOF replay for SW.ALLOW.
+    Command {
+        name: "fw.refund",
+        stats: &FW_REFUND,
+        keys: Keys::First,
+        docs: &docs::FW_REFUND,
+        flags: REFUND,
+        entry: fw_refund,
+    },
+    // The effects replicas and the AOF replay for SW.ALLOW and SW.REFUND.
     Command {
         name: "sw.record",
         stats: &SW_RECORD,
@@ -169,6 +210,14 @@ pub const ALL: &[Command] = &[
         docs: &docs::SW_RECORD,
         flags: "write deny-oom",
         entry: sw_record,
+    },
+    Command {
+        name: "sw.unrecord",
+        stats: &SW_UNRECORD,
+        keys: Keys::First,
+        docs: &docs::SW_UNRECORD,
+        flags: "write",
+        entry: sw_unrecord,
     },
     Command {
         name: "sw.load",

@@ -77,7 +77,7 @@ pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let existing = key.value::<WindowState>(&WINDOW_TYPE)?;
     match state.expire_at_ms() {
         // Replicated as `DEL`.
-        None => return key.delete().map(|_| Reply::Ok),
+        None => return key.delete(true).map(|_| Reply::Ok),
         Some(expire_at_ms) => {
             match existing {
                 Some(slot) => *slot = state,

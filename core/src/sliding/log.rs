@@ -166,6 +166,26 @@ impl Log {
         }
     }
 
+    /// Removes `quantity` from the newest entries, newest first (an entry
+    /// holding more is reduced); returns how much was removed (less when
+    /// the log holds less).
+    pub fn take_newest(&mut self, quantity: i64) -> i64 {
+        let mut left = quantity.max(0);
+        while left > 0 {
+            let Some(chunk) = self.chunks.back_mut() else {
+                break;
+            };
+            let (count, taken) = chunk.take_newest(left);
+            self.len -= count;
+            self.total -= taken;
+            left -= taken;
+            if chunk.len == 0 {
+                self.chunks.pop_back();
+            }
+        }
+        quantity.max(0) - left
+    }
+
     /// The total quantity of the entries at or before `cutoff`: those that
     /// have left a window ending at `cutoff + window`.
     pub fn quantity_until(&self, cutoff: i64) -> i64 {
@@ -300,6 +320,43 @@ impl Chunk {
             ts: self.first_ts,
             first: true,
         }
+    }
+
+    /// Takes up to `quantity` from the newest entries of this chunk; returns
+    /// how many entries left entirely and the quantity taken. An emptied
+    /// chunk has `len` 0 and must be dropped by the caller.
+    fn take_newest(&mut self, quantity: i64) -> (u64, i64) {
+        // Where each entry starts, with its time: one pass over the chunk.
+        let mut starts = Vec::with_capacity(self.len as usize);
+        let mut pos = self.head;
+        for (ts, q) in self.entries() {
+            starts.push((pos, ts, q));
+            pos = decode_entry(&self.bytes, pos).map_or(pos, |(_, _, next)| next);
+        }
+        let (mut count, mut taken) = (0u64, 0i64);
+        while let Some(&(start, _, q)) = starts.last() {
+            if taken + q <= quantity {
+                // The whole entry goes.
+                taken += q;
+                count += 1;
+                self.bytes.truncate(start);
+                starts.pop();
+                continue;
+            }
+            // Reduce it, keeping its delta.
+            let keep = q - (quantity - taken);
+            let delta = decode_entry(&self.bytes, start).map_or(0, |(d, _, _)| d);
+            self.bytes.truncate(start);
+            put_entry(&mut self.bytes, delta as u64, keep);
+            taken = quantity;
+            break;
+        }
+        self.len -= count as u32;
+        self.total -= taken;
+        if let Some(&(_, ts, _)) = starts.last() {
+            self.last_ts = ts;
+        }
+        (count, taken)
     }
 
     /// Drops the entries at or before `cutoff` from the front of a chunk
@@ -448,5 +505,38 @@ mod tests {
         assert_eq!(purged.total(), rest.iter().map(|e| e.1).sum::<i64>());
         purged.purge(i64::MAX);
         assert!(purged.is_empty() && purged.chunk_count() == 0);
+    }
+
+    /// Taking from the newest entries across chunks equals removing them
+    /// from the flat list, the last one reduced.
+    #[test]
+    fn take_newest_across_chunks() {
+        let mut log = Log::new();
+        for i in 0..12_000i64 {
+            log.push(i * 10, 1 + i % 4).unwrap();
+        }
+        let mut flat: Vec<(i64, i64)> = log.iter().collect();
+        for take in [1, 2, 7, 20_000, 0, 5] {
+            assert_eq!(log.take_newest(take), take);
+            let mut left = take;
+            while left > 0 {
+                let last = flat.last_mut().unwrap();
+                if last.1 <= left {
+                    left -= last.1;
+                    flat.pop();
+                } else {
+                    last.1 -= left;
+                    left = 0;
+                }
+            }
+            assert_eq!(log.iter().collect::<Vec<_>>(), flat);
+            assert_eq!(log.total(), flat.iter().map(|e| e.1).sum::<i64>());
+            assert_eq!(log.len(), flat.len() as u64);
+            assert_eq!(log.newest(), flat.last().map(|e| e.0));
+            assert_eq!(Log::decode(&log.encode()).unwrap(), log);
+        }
+        let total = log.total();
+        assert_eq!(log.take_newest(total + 10), total);
+        assert!(log.is_empty() && log.chunk_count() == 0);
     }
 }

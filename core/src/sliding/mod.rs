@@ -104,6 +104,18 @@ pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), 
     log.push(at, quantity)
 }
 
+/// Gives back `quantity` at `at`: drops what left the window at `at`, then
+/// removes `quantity` from the newest requests (newest first; an entry
+/// holding more is reduced). The same call replays the effect on replicas.
+pub fn unrecord(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), LogError> {
+    if quantity < 1 || at < 0 || window < 1 {
+        return Err(LogError::BadEntry);
+    }
+    log.purge(at.saturating_sub(window));
+    log.take_newest(quantity);
+    Ok(())
+}
+
 /// When the key can expire: the instant its newest entry leaves the window,
 /// in milliseconds (the key outlives the entry by under 1 ms).
 pub fn expire_at_ms(log: &Log, window: i64) -> Option<i64> {

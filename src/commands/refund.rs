@@ -1,0 +1,80 @@
+//! Refunds: give back what a request was charged but did not use.
+//!
+//! - `CL.REFUND key max_burst count_per_period period quantity [MS]`
+//! - `SW.REFUND key limit window quantity [APPROX] [MS]`
+//! - `FW.REFUND key limit window quantity [ALIGN] [MS]`
+//!
+//! Each gives back up to `quantity`, never beyond a full limiter, and
+//! answers what the limiter's peek answers afterwards. A refund that empties
+//! a limiter deletes its key; an absent key is already full. Replicas and
+//! the AOF receive the new state (`SET ... PXAT`, `DEL`) or, for a window
+//! log, `SW.UNRECORD key window_ns at_ns quantity [APPROX]`.
+
+use super::unit;
+use crate::args::{quantity, Args};
+use crate::clock;
+use crate::error::{self, CmdError};
+use crate::handler::Reply;
+use crate::limiter::{self, Limiter};
+use crate::store::{Access, Key};
+use cell_core::reply::Unit;
+use redis_module::Context;
+
+pub fn cl(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(6, 7)?;
+    let word = |i| args.bytes(i).unwrap_or_default();
+    let limiter = Limiter::Gcra(limiter::gcra(word(2), word(3), word(4))?);
+    let options = args.options(6, &["MS"], false)?;
+    refund(ctx, args, limiter, word(5), unit(&options, 0))
+}
+
+pub fn sw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(5, 7)?;
+    let word = |i| args.bytes(i).unwrap_or_default();
+    let options = args.options(5, &["MS", "APPROX"], false)?;
+    let limiter = limiter::sliding(word(2), word(3), options.has(1))?;
+    refund(ctx, args, limiter, word(4), unit(&options, 0))
+}
+
+pub fn fw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(5, 7)?;
+    let word = |i| args.bytes(i).unwrap_or_default();
+    let options = args.options(5, &["MS", "ALIGN"], false)?;
+    let limiter = limiter::fixed(word(2), word(3), options.has(1))?;
+    refund(ctx, args, limiter, word(4), unit(&options, 0))
+}
+
+fn refund(
+    ctx: &Context,
+    args: &Args,
+    limiter: Limiter,
+    q: &[u8],
+    unit: Unit,
+) -> Result<Reply, CmdError> {
+    let q = quantity(q)?;
+    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    let verdict = limiter.refund(&mut key, clock::now_nanos(), q)?;
+    Ok(Reply::Verdict(verdict, unit))
+}
+
+/// `SW.UNRECORD key window_ns at_ns quantity [APPROX]`: gives back
+/// `quantity` at an explicit time. It is what replicas and the AOF receive
+/// for every `SW.REFUND`, so they hold the master's state exactly.
+pub fn unrecord(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(5, 6)?;
+    let window = args.integer(2)?;
+    let at = args.integer(3)?;
+    let quantity = args.integer(4)?;
+    let approx = match args.bytes(5) {
+        None => false,
+        Some(b) if b.eq_ignore_ascii_case(b"APPROX") => true,
+        Some(_) => return Err(error::SYNTAX),
+    };
+    if window < 1 || at < 0 || quantity < 1 {
+        return Err(error::BAD_UNRECORD);
+    }
+    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    limiter::unrecord(&mut key, window, at, quantity, approx)?;
+    ctx.replicate_verbatim();
+    Ok(Reply::Ok)
+}
