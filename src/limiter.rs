@@ -7,6 +7,7 @@
 use crate::error::{self, CmdError};
 use crate::store::Key;
 use crate::window_type::WINDOW_TYPE;
+use cell_core::calendar::{self, Unit};
 use cell_core::fixed::{Counter, Effect, FixedWindow};
 use cell_core::gcra::{self, Gcra};
 use cell_core::parse;
@@ -88,10 +89,34 @@ pub fn sliding(limit: &[u8], window: &[u8], approx: bool) -> Result<Limiter, Cmd
     })
 }
 
-/// `limit window`, validated as `FW.INCR` does.
-pub fn fixed(limit: &[u8], window: &[u8], align: bool) -> Result<Limiter, CmdError> {
-    let fw = FixedWindow::new(self::limit(limit)?, self::window(window)?, align)?;
+/// `limit window [ALIGN]` or `limit unit [TZ ±hh:mm]`, validated as
+/// `FW.INCR` does: a calendar unit (`minute` ... `year`) in place of the
+/// window makes calendar windows, at the offset `tz` (UTC without it);
+/// they are aligned by nature, so ALIGN changes nothing for them.
+pub fn fixed(
+    limit: &[u8],
+    window: &[u8],
+    tz: Option<&[u8]>,
+    align: bool,
+) -> Result<Limiter, CmdError> {
+    let limit = self::limit(limit)?;
+    let fw = match Unit::parse(window) {
+        Some(unit) => {
+            let offset = match tz {
+                Some(word) => calendar::parse_offset(word).ok_or(error::BAD_TZ)?,
+                None => 0,
+            };
+            FixedWindow::calendar(limit, unit, offset)?
+        }
+        None if tz.is_some() => return Err(error::TZ_WITHOUT_CALENDAR),
+        None => FixedWindow::new(limit, self::window(window)?, align)?,
+    };
     Ok(Limiter::Fixed(fw))
+}
+
+/// Whether `word` is `TZ`, the keyword of a calendar window's offset.
+pub fn is_tz(word: Option<&[u8]>) -> bool {
+    word.is_some_and(|w| w.eq_ignore_ascii_case(b"TZ"))
 }
 
 /// A non-negative integer limit.

@@ -1,10 +1,12 @@
 //! Fixed window counter: at most `limit` per window, the window starting at
-//! the first allowed request on an absent key (the INCR + EXPIRE pattern)
-//! or, aligned, at multiples of `window` since the epoch.
+//! the first allowed request on an absent key (the INCR + EXPIRE pattern),
+//! or, aligned, at multiples of `window` since the epoch, or a calendar
+//! period (day, month, ...) at a fixed offset from UTC.
 //!
 //! The state is what an INCR + EXPIRE counter holds: an integer count and
 //! the key's expiry, which is the end of its window.
 
+use crate::calendar::{self, Unit};
 use crate::reply::Verdict;
 use crate::saturate;
 use crate::{ParamError, NANOS_PER_MILLI};
@@ -12,8 +14,18 @@ use crate::{ParamError, NANOS_PER_MILLI};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FixedWindow {
     limit: i64,
-    window: i64,
-    align: bool,
+    span: Span,
+}
+
+/// Where a window that starts now ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Span {
+    /// `window` ns after its first request.
+    Rolling(i64),
+    /// At the next multiple of `window` ns since the epoch.
+    Aligned(i64),
+    /// At the end of the calendar period, `offset` seconds ahead of UTC.
+    Calendar(Unit, i64),
 }
 
 /// A counter as found in its key.
@@ -48,21 +60,33 @@ impl FixedWindow {
         if limit < 0 || window < 1 {
             return Err(ParamError::Overflow);
         }
+        let span = if align {
+            Span::Aligned(window)
+        } else {
+            Span::Rolling(window)
+        };
+        Ok(Self { limit, span })
+    }
+
+    /// Calendar windows: `limit >= 0` per `unit`, in the zone `offset`
+    /// seconds ahead of UTC.
+    pub fn calendar(limit: i64, unit: Unit, offset: i64) -> Result<Self, ParamError> {
+        if limit < 0 {
+            return Err(ParamError::Overflow);
+        }
         Ok(Self {
             limit,
-            window,
-            align,
+            span: Span::Calendar(unit, offset),
         })
     }
 
     /// The end (Unix ms, rounded up so a window never ends early) of a
     /// window that would start now.
     fn new_window_end_ms(&self, now: i64) -> i64 {
-        let w = i128::from(self.window);
-        let end = if self.align {
-            (i128::from(now).div_euclid(w) + 1) * w
-        } else {
-            i128::from(now) + w
+        let end = match self.span {
+            Span::Rolling(w) => i128::from(now) + i128::from(w),
+            Span::Aligned(w) => (i128::from(now).div_euclid(i128::from(w)) + 1) * i128::from(w),
+            Span::Calendar(unit, offset) => calendar::period_end(now, unit, offset),
         };
         let ms = i128::from(NANOS_PER_MILLI);
         saturate((end + ms - 1).div_euclid(ms))

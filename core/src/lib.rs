@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod calendar;
 pub mod compat;
 pub mod fixed;
 pub mod gcra;

@@ -162,7 +162,8 @@ pub const FW_REFUND: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", Double),
+        arg("window", ArgKind::String),
+        keyword("TZ", "offset", ArgKind::String),
         arg("quantity", Integer),
         optional("ALIGN", Token),
         optional("MS", Token),
@@ -210,13 +211,14 @@ pub const SW_PEEK: Docs = Docs {
 };
 
 pub const FW_INCR: Docs = Docs {
-    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
+    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is in seconds, or a calendar unit (minute, hour, day, week, month, year) at an optional TZ offset.",
     complexity: "O(1)",
     arity: -4,
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", Double),
+        arg("window", ArgKind::String),
+        keyword("TZ", "offset", ArgKind::String),
         optional("quantity", Integer),
         optional("ALIGN", Token),
         optional("MS", Token),
@@ -230,7 +232,8 @@ pub const FW_PEEK: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", Double),
+        arg("window", ArgKind::String),
+        keyword("TZ", "offset", ArgKind::String),
         optional("ALIGN", Token),
         optional("MS", Token),
     ],

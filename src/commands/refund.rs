@@ -37,11 +37,12 @@ pub fn sw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 pub fn fw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(5, 7)?;
+    args.expect_len(5, 9)?;
     let word = |i| args.bytes(i).unwrap_or_default();
-    let options = args.options(5, &["MS", "ALIGN"], false)?;
-    let limiter = limiter::fixed(word(2), word(3), options.has(1))?;
-    refund(ctx, args, limiter, word(4), unit(&options, 0))
+    let (tz, at) = super::fixed::tz(args);
+    let options = args.options(at + 1, &["MS", "ALIGN"], false)?;
+    let limiter = limiter::fixed(word(2), word(3), tz, options.has(1))?;
+    refund(ctx, args, limiter, word(at), unit(&options, 0))
 }
 
 fn refund(

@@ -1,6 +1,7 @@
 //! `CL.THROTTLEALL numkeys key [key ...] limiter [limiter ...] [QUANTITY q] [MS]`
 //! with `limiter := GCRA max_burst count_per_period period
-//!                | SW limit window [APPROX] | FW limit window [ALIGN]`:
+//!                | SW limit window [APPROX]
+//!                | FW limit window [ALIGN] | FW limit unit [TZ ±hh:mm]`:
 //! several limits in one atomic, all-or-nothing call.
 //!
 //! Every limiter decides at the same instant exactly as its own command
@@ -155,8 +156,16 @@ fn parse_limiter<'w>(words: &'w [&'w [u8]]) -> Result<(Limiter, &'w [&'w [u8]]),
             limiter::sliding(p[0], p[1], approx)?
         }
         Kind::Fixed => {
+            let tz = match rest.split_first() {
+                Some((w, after)) if limiter::is_tz(Some(w)) => {
+                    let (&offset, after) = after.split_first().ok_or(error::BAD_TZ)?;
+                    rest = after;
+                    Some(offset)
+                }
+                _ => None,
+            };
             let align = flag(b"ALIGN", &mut rest);
-            limiter::fixed(p[0], p[1], align)?
+            limiter::fixed(p[0], p[1], tz, align)?
         }
     };
     Ok((limiter, rest))
