@@ -68,6 +68,14 @@ pub const BAD_TZ: CmdError =
     CmdError::Reply("ERR invalid TZ: expected an offset from -12:00 to +14:00, such as +09:00");
 pub const TZ_WITHOUT_CALENDAR: CmdError =
     CmdError::Reply("ERR TZ needs a calendar window: minute, hour, day, week, month or year");
+pub const LEASE_NOT_POSITIVE: CmdError =
+    CmdError::Reply("ERR invalid lease: must be greater than 0 seconds");
+pub const ID_TOO_LONG: CmdError = CmdError::Reply("ERR invalid ID: at most 1024 bytes");
+pub const BAD_HOLD: CmdError =
+    CmdError::Reply("ERR invalid CC.HOLD: needs now >= 0 and an expiry after now");
+pub const BAD_DROP: CmdError = CmdError::Reply("ERR invalid CC.DROP: needs now >= 0");
+pub const BAD_LEASES: CmdError =
+    CmdError::Reply("ERR invalid CC.LOAD payload: not serialized leases");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
 

@@ -19,6 +19,10 @@ pub enum Reply {
     /// An admission later: the state after it, and the wait (reported
     /// rounded up) in place of `retry_after`.
     Reserved(Verdict, i64, Unit),
+    /// `CC.ACQUIRE`: the five integers, then the lease id (nil if refused).
+    Lease(Verdict, Option<Vec<u8>>, Unit),
+    /// A plain integer.
+    Integer(i64),
     /// The call only asked where the keys are, and they were reported.
     KeysReported,
     /// `+OK`.
@@ -59,6 +63,25 @@ pub fn dispatch(
             reply[3] = unit.ceil(wait);
             reply_integers(ctx, &reply, None);
             Outcome::of(&v)
+        }
+        Ok(Reply::Lease(v, id, unit)) => {
+            raw::reply_with_array(ctx, 6);
+            for n in v.to_reply_in(unit) {
+                raw::reply_with_long_long(ctx, n);
+            }
+            match id {
+                Some(id) => {
+                    raw::reply_with_string_buffer(ctx, id.as_ptr().cast(), id.len());
+                }
+                None => {
+                    raw::reply_with_null(ctx);
+                }
+            }
+            Outcome::of(&v)
+        }
+        Ok(Reply::Integer(n)) => {
+            raw::reply_with_long_long(ctx, n);
+            Outcome::Done
         }
         Ok(Reply::KeysReported) => return raw::Status::Ok as c_int,
         Ok(Reply::Ok) => {

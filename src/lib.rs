@@ -24,10 +24,10 @@ mod limiter;
 mod register;
 mod stats;
 mod store;
-mod window_type;
+mod types;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
-use window_type::WINDOW_TYPE;
+use types::{LEASE_TYPE, WINDOW_TYPE};
 
 /// Reported by `MODULE LIST`; bumped on every release.
 pub const MODULE_VERSION: i32 = 1;
@@ -58,6 +58,6 @@ redis_module! {
     name: "redis-cell",
     version: MODULE_VERSION,
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-    data_types: [WINDOW_TYPE],
+    data_types: [WINDOW_TYPE, LEASE_TYPE],
     init: init,
 }

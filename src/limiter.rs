@@ -6,7 +6,7 @@
 
 use crate::error::{self, CmdError};
 use crate::store::Key;
-use crate::window_type::WINDOW_TYPE;
+use crate::types::WINDOW_TYPE;
 use cell_core::calendar::{self, Unit};
 use cell_core::fixed::{Counter, Effect, FixedWindow};
 use cell_core::gcra::{self, Gcra};

@@ -373,6 +373,31 @@ impl Key {
         }
     }
 
+    /// Replicates `command key <bytes> ...` as an effect: `fmt` is "sb"
+    /// followed by up to two "l" (the `longs`, in order).
+    pub fn replicate_with_bytes(&self, command: &CStr, fmt: &CStr, bytes: &[u8], longs: [i64; 2]) {
+        let Some(replicate) = api!(RedisModule_Replicate) else {
+            return;
+        };
+        let [a, b] = longs.map(|l| l as libc::c_longlong);
+        // SAFETY: the arguments are passed in the order and with the types
+        // `fmt` consumes (a module string, a buffer and its length, long
+        // longs); Redis ignores those the format does not name and copies
+        // what it keeps.
+        unsafe {
+            replicate(
+                self.ctx,
+                command.as_ptr(),
+                fmt.as_ptr(),
+                self.name,
+                bytes.as_ptr().cast::<c_char>(),
+                bytes.len(),
+                a,
+                b,
+            );
+        }
+    }
+
     /// Fires a keyspace notification for this key, as a built-in command
     /// writing it would.
     pub fn notify(&self, class: raw::NotifyEvent, event: &'static CStr) {

@@ -120,7 +120,8 @@ fn crafted_restore_payloads_are_refused_and_the_server_stays_up() {
         let c = &mut s.conn();
         five(c, "SW.ALLOW src 5 10 2");
         five(c, "SW.ALLOW srca 5 10 2 APPROX");
-        for src in ["src", "srca"] {
+        cmd(c, "CC.ACQUIRE srcl 5 10 ID lease").unwrap();
+        for src in ["src", "srca", "srcl"] {
             let d = Dump::of(c, src);
             // The checksum is right: an unchanged body restores.
             assert_eq!(restore(c, "copy", &d.payload(&d.body())), Ok(Value::Okay));
@@ -231,7 +232,10 @@ fn replicas_load_diskless_with_the_module_types() {
     five(m, "SW.ALLOW log 5 3600 2");
     five(m, "SW.ALLOW approx 5 3600 2 APPROX");
     five(m, "CL.THROTTLE tat 5 1 3600");
-    let keys: Vec<String> = ["log", "approx", "tat"].map(String::from).to_vec();
+    cmd(m, "CC.ACQUIRE leases 5 3600 ID a").unwrap();
+    let keys: Vec<String> = ["log", "approx", "tat", "leases"]
+        .map(String::from)
+        .to_vec();
     // swapdb loads into a second dataset while serving the old one, which
     // needs the module to declare async-load awareness (Redis 7.0 on).
     for mode in ["on-empty-db", "swapdb"] {

@@ -54,6 +54,11 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
         b"GCRA",
         b"SW",
         b"FW",
+        b"ID",
+        b"TZ",
+        b"+09:00",
+        b"month",
+        b"week",
         b"approx",
         b"\xff\xfe\x00",
         b"\x00",
@@ -76,6 +81,7 @@ fn random_arguments_never_hurt_the_server() {
     cmd(c, "SET tat 1700000005000000000").unwrap();
     five(c, "SW.ALLOW swlog 5 10 2");
     five(c, "SW.ALLOW swapprox 5 10 2 APPROX");
+    cmd(c, "CC.ACQUIRE leases 5 10 ID a").unwrap();
     let keys: &[&[u8]] = &[
         b"list",
         b"hash",
@@ -86,6 +92,7 @@ fn random_arguments_never_hurt_the_server() {
         b"tat",
         b"swlog",
         b"swapprox",
+        b"leases",
         b"fresh",
         b"",
         b"\xff\x00",
@@ -105,6 +112,13 @@ fn random_arguments_never_hurt_the_server() {
         b"SW.RECORD",
         b"SW.UNRECORD",
         b"SW.LOAD",
+        b"CC.ACQUIRE",
+        b"CC.RELEASE",
+        b"CC.RENEW",
+        b"CC.PEEK",
+        b"CC.HOLD",
+        b"CC.DROP",
+        b"CC.LOAD",
     ];
     let mut rng = Rng(0x5EED_1234_ABCD_0001);
     let payload = match cmd(c, "DUMP swlog").unwrap() {
@@ -170,8 +184,13 @@ fn random_arguments_never_hurt_the_server() {
             match r.unwrap() {
                 Value::Array(items) => {
                     assert!([5, 6].contains(&items.len()), "{items:?}");
-                    assert!(items.iter().all(|v| matches!(v, Value::Int(_))));
+                    assert!(items[..5].iter().all(|v| matches!(v, Value::Int(_))));
+                    // CL.THROTTLEALL's index, or CC.ACQUIRE's lease id.
+                    assert!(items[5..]
+                        .iter()
+                        .all(|v| matches!(v, Value::Int(_) | Value::BulkString(_) | Value::Nil)));
                 }
+                Value::Int(n) => assert!(n == 0 || n == 1),
                 Value::Okay | Value::SimpleString(_) => {}
                 Value::ServerError(e) => {
                     let code = e.code();

@@ -66,9 +66,16 @@ fn command_docs_for_every_command() {
         "fw.incr",
         "fw.peek",
         "fw.refund",
+        "cc.acquire",
+        "cc.release",
+        "cc.renew",
+        "cc.peek",
         "sw.record",
         "sw.unrecord",
         "sw.load",
+        "cc.hold",
+        "cc.drop",
+        "cc.load",
     ] {
         if !server_version().has_7_0() {
             // Before 7.0 there is no COMMAND DOCS; COMMAND INFO knows the command.
@@ -132,6 +139,10 @@ fn an_acl_user_limited_to_the_module_on_its_keys() {
             "fw.incr",
             "fw.peek",
             "fw.refund",
+            "cc.acquire",
+            "cc.release",
+            "cc.renew",
+            "cc.peek",
         ] {
             assert!(
                 in_cat.iter().any(|c| c == name),

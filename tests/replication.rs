@@ -68,11 +68,17 @@ fn replica_holds_the_masters_state_whatever_its_clock() {
         "sw.peek",
         "fw.incr",
         "fw.peek",
+        "cc.acquire",
+        "cc.renew",
+        "cc.release",
     ] {
         assert_eq!(command_calls(r, name), 0, "{name} must not be replicated");
     }
     // Every allowed write is one effect; refusals and peeks send nothing.
-    let effects = command_calls(r, "set") + command_calls(r, "sw.record");
+    let effects = ["set", "sw.record", "cc.hold", "cc.drop"]
+        .map(|name| command_calls(r, name))
+        .iter()
+        .sum::<i64>();
     assert_eq!(effects, w.writes);
 
     // Promoted, the replica continues exactly where the master was.

@@ -12,6 +12,7 @@ pub mod calendar;
 pub mod compat;
 pub mod fixed;
 pub mod gcra;
+pub mod lease;
 pub mod parse;
 pub mod reply;
 pub mod sliding;

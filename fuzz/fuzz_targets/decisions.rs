@@ -1,7 +1,8 @@
 //! Every decision on arbitrary 64-bit inputs: no panic, no overflow, and
 //! `remaining` within `[0, limit]`.
 #![no_main]
-use cell_core::{fixed, gcra, sliding, sliding_approx};
+use cell_core::calendar::{self, Unit};
+use cell_core::{fixed, gcra, lease, sliding, sliding_approx};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: [i64; 6]| {
@@ -20,6 +21,23 @@ fuzz_target!(|input: [i64; 6]| {
         let state = sliding_approx::Counter { window: b, index: c, previous: stored.max(0), current: q.max(0) };
         let (_, v) = w.decide(Some(state), now, q);
         assert!(v.remaining >= 0 && v.remaining <= a);
+    }
+    if let Ok(g) = gcra::Gcra::new(a, b, c) {
+        let _ = g.reserve(Some(stored), now, q, c);
+        let _ = g.refund(stored, now, q);
+    }
+    for unit in [Unit::Minute, Unit::Hour, Unit::Day, Unit::Week, Unit::Month, Unit::Year] {
+        let offset = (a % (14 * 3600)).abs();
+        assert!(calendar::period_end(now, unit, offset) > i128::from(now));
+        if let Ok(f) = fixed::FixedWindow::calendar(b, unit, -offset) {
+            let found = fixed::Counter { count: stored, expire_at_ms: None };
+            let _ = f.decide(Some(found), now, q).verdict.to_reply();
+        }
+    }
+    let mut leases = lease::Leases::new();
+    leases.hold(&a.to_le_bytes(), stored, now);
+    if let Ok((_, v)) = leases.acquire(b, now, c, Some(&q.to_le_bytes())) {
+        let _ = v.to_reply();
     }
     if let Ok(w) = sliding::SlidingWindow::new(a, b) {
         let mut log = sliding::Log::new();

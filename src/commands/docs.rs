@@ -258,3 +258,64 @@ pub const SW_LOAD: Docs = Docs {
     arity: 3,
     args: &[arg("key", Key), arg("payload", ArgKind::String)],
 };
+
+pub const CC_ACQUIRE: Docs = Docs {
+    summary: "Takes one of `limit` concurrent leases, expiring `lease` seconds from now unless renewed (or renews the one `id` holds); answers [limited, limit, remaining, retry_after, reset_after, id], id nil when refused.",
+    complexity: "O(N) in the leases held",
+    arity: -4,
+    args: &[
+        arg("key", Key),
+        arg("limit", Integer),
+        arg("lease", Double),
+        keyword("ID", "id", ArgKind::String),
+        optional("MS", Token),
+    ],
+};
+
+pub const CC_RELEASE: Docs = Docs {
+    summary:
+        "Releases the lease `id` holds: 1 if it held one, 0 if not (expired, released, unknown).",
+    complexity: "O(N) in the leases held",
+    arity: 3,
+    args: &[arg("key", Key), arg("id", ArgKind::String)],
+};
+
+pub const CC_RENEW: Docs = Docs {
+    summary: "Extends the lease `id` holds to `lease` seconds from now: 1 if it held one, 0 if not (the slot is lost).",
+    complexity: "O(N) in the leases held",
+    arity: 4,
+    args: &[arg("key", Key), arg("id", ArgKind::String), arg("lease", Double)],
+};
+
+pub const CC_PEEK: Docs = Docs {
+    summary: "Answers [limited, limit, remaining, retry_after, reset_after] for the leases held now, without writing.",
+    complexity: "O(N) in the leases held",
+    arity: -3,
+    args: &[arg("key", Key), arg("limit", Integer), optional("MS", Token)],
+};
+
+pub const CC_HOLD: Docs = Docs {
+    summary: "Holds a lease until an explicit time after dropping those expired at `now_ns` (the effect CC.ACQUIRE and CC.RENEW replicate).",
+    complexity: "O(N) in the leases held",
+    arity: 5,
+    args: &[
+        arg("key", Key),
+        arg("id", ArgKind::String),
+        arg("expires_at_ns", Integer),
+        arg("now_ns", Integer),
+    ],
+};
+
+pub const CC_DROP: Docs = Docs {
+    summary: "Releases a lease after dropping those expired at `now_ns` (the effect CC.RELEASE replicates).",
+    complexity: "O(N) in the leases held",
+    arity: 4,
+    args: &[arg("key", Key), arg("id", ArgKind::String), arg("now_ns", Integer)],
+};
+
+pub const CC_LOAD: Docs = Docs {
+    summary: "Replaces a key's leases with serialized ones (what an AOF rewrite emits), expiring with the last lease.",
+    complexity: "O(N) in the leases",
+    arity: 3,
+    args: &[arg("key", Key), arg("payload", ArgKind::String)],
+};

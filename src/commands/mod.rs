@@ -4,6 +4,7 @@
 
 mod docs;
 mod fixed;
+mod lease;
 mod refund;
 mod reserve;
 mod sliding;
@@ -105,11 +106,19 @@ entry!(sw_allow, sliding::allow, SW_ALLOW);
 entry!(sw_peek, sliding::peek, SW_PEEK);
 entry!(sw_record, sliding::record, SW_RECORD);
 entry!(sw_load, sliding::load, SW_LOAD);
+entry!(cc_acquire, lease::acquire, CC_ACQUIRE);
+entry!(cc_release, lease::release, CC_RELEASE);
+entry!(cc_renew, lease::renew, CC_RENEW);
+entry!(cc_peek, lease::peek, CC_PEEK);
+entry!(cc_hold, lease::hold_effect, CC_HOLD);
+entry!(cc_drop, lease::drop_effect, CC_DROP);
+entry!(cc_load, lease::load, CC_LOAD);
 entry!(fw_incr, fixed::incr, FW_INCR);
 entry!(fw_peek, fixed::peek, FW_PEEK);
 
 const WRITE: &str = "write deny-oom fast";
-/// Refunds free what they touch (or keep its size): allowed under OOM.
+/// Refunds and releases free what they touch (or keep its size): allowed
+/// under OOM.
 const REFUND: &str = "write fast";
 const READ: &str = "readonly fast";
 
@@ -202,7 +211,39 @@ pub const ALL: &[Command] = &[
         flags: REFUND,
         entry: fw_refund,
     },
-    // The effects replicas and the AOF replay for SW.ALLOW and SW.REFUND.
+    Command {
+        name: "cc.acquire",
+        stats: &CC_ACQUIRE,
+        keys: Keys::First,
+        docs: &docs::CC_ACQUIRE,
+        flags: WRITE,
+        entry: cc_acquire,
+    },
+    Command {
+        name: "cc.release",
+        stats: &CC_RELEASE,
+        keys: Keys::First,
+        docs: &docs::CC_RELEASE,
+        flags: REFUND,
+        entry: cc_release,
+    },
+    Command {
+        name: "cc.renew",
+        stats: &CC_RENEW,
+        keys: Keys::First,
+        docs: &docs::CC_RENEW,
+        flags: REFUND,
+        entry: cc_renew,
+    },
+    Command {
+        name: "cc.peek",
+        stats: &CC_PEEK,
+        keys: Keys::First,
+        docs: &docs::CC_PEEK,
+        flags: READ,
+        entry: cc_peek,
+    },
+    // The effects replicas and the AOF replay for the commands above.
     Command {
         name: "sw.record",
         stats: &SW_RECORD,
@@ -218,6 +259,30 @@ pub const ALL: &[Command] = &[
         docs: &docs::SW_UNRECORD,
         flags: "write",
         entry: sw_unrecord,
+    },
+    Command {
+        name: "cc.hold",
+        stats: &CC_HOLD,
+        keys: Keys::First,
+        docs: &docs::CC_HOLD,
+        flags: "write deny-oom",
+        entry: cc_hold,
+    },
+    Command {
+        name: "cc.drop",
+        stats: &CC_DROP,
+        keys: Keys::First,
+        docs: &docs::CC_DROP,
+        flags: "write",
+        entry: cc_drop,
+    },
+    Command {
+        name: "cc.load",
+        stats: &CC_LOAD,
+        keys: Keys::First,
+        docs: &docs::CC_LOAD,
+        flags: "write deny-oom",
+        entry: cc_load,
     },
     Command {
         name: "sw.load",

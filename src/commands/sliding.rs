@@ -11,7 +11,7 @@ use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter;
 use crate::store::{Access, Key};
-use crate::window_type::WINDOW_TYPE;
+use crate::types::WINDOW_TYPE;
 use cell_core::window_state::WindowState;
 use redis_module::{raw, Context};
 

@@ -453,7 +453,7 @@ impl Workload {
     /// Every key the workload may touch.
     pub fn keys() -> Vec<String> {
         let mut keys = Vec::new();
-        for kind in ["cl", "sw", "swa", "fw", "fwa"] {
+        for kind in ["cl", "sw", "swa", "fw", "fwa", "cc"] {
             for i in 0..4 {
                 keys.push(format!("rl:{kind}:{i}"));
             }
@@ -475,6 +475,10 @@ impl Workload {
             assert_eq!(five(c, line)[0], 0, "{line}");
             self.writes += 1;
         }
+        match cmd(c, "CC.ACQUIRE rl:cc:last 3 3600 ID long-running") {
+            Ok(Value::Array(v)) if v.first() == Some(&Value::Int(0)) => self.writes += 1,
+            other => panic!("CC.ACQUIRE rl:cc:last: {other:?}"),
+        }
     }
 
     /// Runs `steps` calls; `set_time` moves the clock(s) before each call.
@@ -484,6 +488,34 @@ impl Workload {
             set_time(self.now);
             let i = self.next(4);
             let q = self.next(4);
+            if self.next(8) == 0 {
+                // Leases: take, renew or release one of a few ids.
+                let id = self.next(5);
+                let (line, wrote) = match self.next(3) {
+                    0 => {
+                        let line = format!("CC.ACQUIRE rl:cc:{i} 3 0.8 ID w{id}");
+                        let reply = cmd(c, &line);
+                        let taken = matches!(&reply, Ok(Value::Array(v)) if v.first() == Some(&Value::Int(0)));
+                        (line, taken)
+                    }
+                    1 => {
+                        let line = format!("CC.RENEW rl:cc:{i} w{id} 1.2");
+                        let wrote = cmd(c, &line) == Ok(Value::Int(1));
+                        (line, wrote)
+                    }
+                    _ => {
+                        let line = format!("CC.RELEASE rl:cc:{i} w{id}");
+                        let wrote = cmd(c, &line) == Ok(Value::Int(1));
+                        (line, wrote)
+                    }
+                };
+                if wrote {
+                    self.writes += 1;
+                } else if line.starts_with("CC.ACQUIRE") {
+                    self.refused += 1;
+                }
+                continue;
+            }
             let line = match self.next(7) {
                 0 => format!("CL.THROTTLE rl:cl:{i} 4 10 2 {q}"),
                 1 => format!("CL.PEEK rl:cl:{i} 4 10 2"),

@@ -1,0 +1,242 @@
+//! Concurrency leases: at most `limit` requests in flight on a key.
+//!
+//! - `CC.ACQUIRE key limit lease [ID id] [MS]`: takes a lease that expires
+//!   `lease` seconds from now, or renews the one `id` holds; answers
+//!   `[limited, limit, remaining, retry_after, reset_after, id]` (`id` nil
+//!   when refused).
+//! - `CC.RELEASE key id`, `CC.RENEW key id lease`: `1` if `id` held a lease.
+//! - `CC.PEEK key limit [MS]`: the five integers, nothing written.
+//!
+//! Replicas and the AOF receive `CC.HOLD key id expires_at_ns now_ns` and
+//! `CC.DROP key id now_ns`, with the master's clock; AOF rewrites emit
+//! `CC.LOAD key payload`.
+
+use crate::args::Args;
+use crate::clock;
+use crate::error::{self, CmdError};
+use crate::handler::Reply;
+use crate::limiter;
+use crate::store::{Access, Key};
+use crate::types::LEASE_TYPE;
+use cell_core::lease::{Acquire, Leases, MAX_ID};
+use cell_core::reply::Unit;
+use cell_core::{parse, NANOS_PER_MILLI};
+use redis_module::{raw, Context};
+
+pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(4, 7)?;
+    let limit = limiter::limit(args.bytes(2).unwrap_or_default())?;
+    let lease = lease(args.bytes(3))?;
+    let (mut id, mut ms) = (None, false);
+    let mut i = 4;
+    while let Some(word) = args.bytes(i) {
+        if word.eq_ignore_ascii_case(b"ID") && id.is_none() {
+            id = Some(lease_id(args.bytes(i + 1).ok_or(error::SYNTAX)?)?);
+            i += 2;
+        } else if word.eq_ignore_ascii_case(b"MS") && !ms {
+            ms = true;
+            i += 1;
+        } else {
+            return Err(error::SYNTAX);
+        }
+    }
+    let unit = if ms { Unit::Millis } else { Unit::Seconds };
+    let mut key = open(ctx, args, Access::Write)?;
+    let now = clock::now_nanos();
+    let (decision, verdict) = match key.value::<Leases>(&LEASE_TYPE)? {
+        Some(leases) => leases.acquire(limit, now, lease, id)?,
+        None => Leases::new().acquire(limit, now, lease, id)?,
+    };
+    let Acquire::Hold { expires_at, .. } = decision else {
+        return Ok(Reply::Lease(verdict, None, unit));
+    };
+    let id = id.map_or_else(random_id, <[u8]>::to_vec);
+    hold(&mut key, &id, expires_at, now)?;
+    key.replicate_with_bytes(c"CC.HOLD", c"sbll", &id, [expires_at, now]);
+    Ok(Reply::Lease(verdict, Some(id), unit))
+}
+
+pub fn release(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(3, 3)?;
+    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let mut key = open(ctx, args, Access::Write)?;
+    let now = clock::now_nanos();
+    if !holds(&mut key, id, now)? {
+        return Ok(Reply::Integer(0));
+    }
+    drop_lease(&mut key, id, now)?;
+    key.replicate_with_bytes(c"CC.DROP", c"sbl", id, [now, 0]);
+    Ok(Reply::Integer(1))
+}
+
+pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(4, 4)?;
+    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let lease = lease(args.bytes(3))?;
+    let mut key = open(ctx, args, Access::Write)?;
+    let now = clock::now_nanos();
+    if !holds(&mut key, id, now)? {
+        return Ok(Reply::Integer(0));
+    }
+    let expires_at = now.checked_add(lease).ok_or(error::OVERFLOW)?;
+    hold(&mut key, id, expires_at, now)?;
+    key.replicate_with_bytes(c"CC.HOLD", c"sbll", id, [expires_at, now]);
+    Ok(Reply::Integer(1))
+}
+
+pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(3, 4)?;
+    let limit = limiter::limit(args.bytes(2).unwrap_or_default())?;
+    let options = args.options(3, &["MS"], false)?;
+    let mut key = open(ctx, args, Access::Read)?;
+    let now = clock::now_nanos();
+    let verdict = match key.value::<Leases>(&LEASE_TYPE)? {
+        Some(leases) => leases.verdict(limit, now),
+        None => Leases::new().verdict(limit, now),
+    };
+    Ok(Reply::Verdict(verdict, super::unit(&options, 0)))
+}
+
+/// `CC.HOLD key id expires_at_ns now_ns`: drops the leases expired at
+/// `now_ns`, then holds `id` until `expires_at_ns`.
+pub fn hold_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(5, 5)?;
+    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let (expires_at, now) = (args.integer(3)?, args.integer(4)?);
+    if now < 0 || expires_at <= now {
+        return Err(error::BAD_HOLD);
+    }
+    let mut key = open(ctx, args, Access::Write)?;
+    hold(&mut key, id, expires_at, now)?;
+    ctx.replicate_verbatim();
+    Ok(Reply::Ok)
+}
+
+/// `CC.DROP key id now_ns`: drops the leases expired at `now_ns` and
+/// `id`'s lease.
+pub fn drop_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(4, 4)?;
+    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let now = args.integer(3)?;
+    if now < 0 {
+        return Err(error::BAD_DROP);
+    }
+    let mut key = open(ctx, args, Access::Write)?;
+    if key.value::<Leases>(&LEASE_TYPE)?.is_some() {
+        drop_lease(&mut key, id, now)?;
+    }
+    ctx.replicate_verbatim();
+    Ok(Reply::Ok)
+}
+
+/// `CC.LOAD key payload`: replaces the key's leases with serialized ones
+/// (what an AOF rewrite emits), expiring with the last lease; no leases
+/// deletes the key.
+pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.expect_len(3, 3)?;
+    let leases = Leases::decode(args.bytes(2).unwrap_or_default()).ok_or(error::BAD_LEASES)?;
+    let mut key = open(ctx, args, Access::Write)?;
+    let existing = key.value::<Leases>(&LEASE_TYPE)?;
+    if leases.is_empty() {
+        return key.delete(true).map(|_| Reply::Ok);
+    }
+    match existing {
+        Some(slot) => *slot = leases,
+        None => {
+            key.set_value(&LEASE_TYPE, leases)?;
+        }
+    }
+    key.changed();
+    key.notify(raw::NotifyEvent::MODULE, c"cc.load");
+    expire(&mut key)?;
+    ctx.replicate_verbatim();
+    Ok(Reply::Ok)
+}
+
+fn open(ctx: &Context, args: &Args, access: Access) -> Result<Key, CmdError> {
+    Ok(Key::open(
+        ctx,
+        args.raw(1).ok_or(CmdError::WrongArity)?,
+        access,
+    ))
+}
+
+/// A lease duration in seconds (integer or up to 9 decimals), `> 0`.
+fn lease(word: Option<&[u8]>) -> Result<i64, CmdError> {
+    match parse::seconds_as_nanos(word.unwrap_or_default())? {
+        l if l < 1 => Err(error::LEASE_NOT_POSITIVE),
+        l => Ok(l),
+    }
+}
+
+fn lease_id(id: &[u8]) -> Result<&[u8], CmdError> {
+    if id.len() > MAX_ID {
+        return Err(error::ID_TOO_LONG);
+    }
+    Ok(id)
+}
+
+/// 128 random bits in hex, from the server's generator: unique per key
+/// with overwhelming probability, across restarts and failovers (replicas
+/// receive the id itself).
+fn random_id() -> Vec<u8> {
+    let mut id = vec![b'0'; 32];
+    if let Some(hex) = api!(RedisModule_GetRandomHexChars) {
+        // SAFETY: `id` has room for the 32 characters asked for.
+        unsafe { hex(id.as_mut_ptr().cast(), id.len()) };
+    }
+    id
+}
+
+fn holds(key: &mut Key, id: &[u8], now: i64) -> Result<bool, CmdError> {
+    Ok(key
+        .value::<Leases>(&LEASE_TYPE)?
+        .is_some_and(|l| l.holds(id, now)))
+}
+
+/// The one write path of a lease being taken or renewed, shared by the
+/// commands and the `CC.HOLD` effect.
+fn hold(key: &mut Key, id: &[u8], expires_at: i64, now: i64) -> Result<(), CmdError> {
+    let renewed = match key.value::<Leases>(&LEASE_TYPE)? {
+        Some(leases) => leases.hold(id, expires_at, now),
+        None => {
+            let mut leases = Leases::new();
+            leases.hold(id, expires_at, now);
+            key.set_value(&LEASE_TYPE, leases)?;
+            false
+        }
+    };
+    key.changed();
+    let event = if renewed { c"cc.renew" } else { c"cc.acquire" };
+    key.notify(raw::NotifyEvent::MODULE, event);
+    expire(key)
+}
+
+/// The one write path of a release (the `CC.DROP` effect too): the key goes
+/// with its last lease.
+fn drop_lease(key: &mut Key, id: &[u8], now: i64) -> Result<(), CmdError> {
+    let Some(leases) = key.value::<Leases>(&LEASE_TYPE)? else {
+        return Ok(());
+    };
+    let released = leases.release(id, now);
+    if leases.is_empty() {
+        return key.delete(false);
+    }
+    key.changed();
+    if released {
+        key.notify(raw::NotifyEvent::MODULE, c"cc.release");
+    }
+    expire(key)
+}
+
+/// The key expires with its last lease (rounded up to the millisecond, so
+/// never before it).
+fn expire(key: &mut Key) -> Result<(), CmdError> {
+    let last = key
+        .value::<Leases>(&LEASE_TYPE)?
+        .and_then(|l| l.last_expiry());
+    match last {
+        Some(ns) => key.set_abs_expire(ns / NANOS_PER_MILLI + i64::from(ns % NANOS_PER_MILLI > 0)),
+        None => Ok(()),
+    }
+}

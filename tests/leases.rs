@@ -1,0 +1,400 @@
+//! CC.*: at most N requests in flight, each holding a lease that expires
+//! unless renewed, against real servers with a controlled clock.
+
+mod support;
+use support::*;
+
+/// `CC.ACQUIRE`'s reply: the five integers and the id (None when refused).
+fn acquire(c: &mut redis::Connection, line: &str) -> ([i64; 5], Option<String>) {
+    match cmd(c, line) {
+        Ok(Value::Array(v)) if v.len() == 6 => {
+            let mut five = [0; 5];
+            for (slot, x) in five.iter_mut().zip(&v) {
+                match x {
+                    Value::Int(n) => *slot = *n,
+                    other => panic!("{line}: {other:?}"),
+                }
+            }
+            let id = match &v[5] {
+                Value::BulkString(b) => Some(String::from_utf8(b.clone()).unwrap()),
+                Value::Nil => None,
+                other => panic!("{line}: id {other:?}"),
+            };
+            (five, id)
+        }
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+fn int(c: &mut redis::Connection, line: &str) -> i64 {
+    match cmd(c, line) {
+        Ok(Value::Int(n)) => n,
+        other => panic!("{line}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_transcript() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let a = acquire(c, "CC.ACQUIRE gen 2 10 ID a");
+    assert_eq!(a, ([0, 2, 1, -1, 10], Some("a".into())));
+    s.set_time(T0 + 3 * SEC);
+    assert_eq!(acquire(c, "CC.ACQUIRE gen 2 10 ID b").0, [0, 2, 0, -1, 10]);
+    // Full: the first lease frees in 7 s, the last in 10.
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE gen 2 10 ID c"),
+        ([1, 2, 0, 7, 10], None)
+    );
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE gen 2 10 ID c MS").0,
+        [1, 2, 0, 7_000, 10_000]
+    );
+    assert_eq!(five(c, "CC.PEEK gen 2"), [1, 2, 0, 7, 10]);
+    assert_eq!(five(c, "CC.PEEK gen 3 MS"), [0, 3, 1, -1, 10_000]);
+    // Acquiring again with a held id renews it (an idempotent retry).
+    assert_eq!(acquire(c, "CC.ACQUIRE gen 2 10 ID a").0, [0, 2, 0, -1, 10]);
+    assert_eq!(
+        pttl(c, "gen"),
+        10_000,
+        "the key lives as long as its last lease"
+    );
+    // Release: 1 once, then 0.
+    assert_eq!(int(c, "CC.RELEASE gen b"), 1);
+    assert_eq!(int(c, "CC.RELEASE gen b"), 0);
+    assert_eq!(int(c, "CC.RELEASE gen nobody"), 0);
+    assert_eq!(acquire(c, "CC.ACQUIRE gen 2 10 ID c").0, [0, 2, 0, -1, 10]);
+    // Renew extends from now; an expired lease cannot be renewed.
+    s.set_time(T0 + 8 * SEC);
+    assert_eq!(int(c, "CC.RENEW gen c 30"), 1);
+    assert_eq!(pttl(c, "gen"), 30_000);
+    s.set_time(T0 + 13 * SEC);
+    assert_eq!(int(c, "CC.RENEW gen a 30"), 0, "a expired at 13 s exactly");
+    assert_eq!(five(c, "CC.PEEK gen 2"), [0, 2, 1, -1, 25]);
+    // The key goes with its last lease.
+    assert_eq!(int(c, "CC.RELEASE gen c"), 1);
+    assert_eq!(cmd(c, "EXISTS gen").unwrap(), Value::Int(0));
+    // A limit of 0 refuses everything.
+    assert_eq!(acquire(c, "CC.ACQUIRE z 0 10"), ([1, 0, 0, -1, 0], None));
+    // Sub-second leases.
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 1 0.25 ID x MS").0,
+        [0, 1, 0, -1, 250]
+    );
+    assert_eq!(pttl(c, "short"), 250);
+}
+
+#[test]
+fn generated_ids_are_distinct_random_hex() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let mut ids = std::collections::HashSet::new();
+    for _ in 0..500 {
+        let (reply, id) = acquire(c, "CC.ACQUIRE many 1000 60");
+        assert_eq!(reply[0], 0);
+        let id = id.unwrap();
+        assert_eq!(id.len(), 32);
+        assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+        assert!(ids.insert(id));
+    }
+    // Any bytes can be an id.
+    let weird: &[u8] = b"\x00\xff req \r\n";
+    let v: Value = redis::cmd("CC.ACQUIRE")
+        .arg("w")
+        .arg(1)
+        .arg(60)
+        .arg("ID")
+        .arg(weird)
+        .query(c)
+        .unwrap();
+    assert_eq!(
+        v,
+        Value::Array(vec![
+            Value::Int(0),
+            Value::Int(1),
+            Value::Int(0),
+            Value::Int(-1),
+            Value::Int(60),
+            Value::BulkString(weird.to_vec()),
+        ])
+    );
+    let released: i64 = redis::cmd("CC.RELEASE")
+        .arg("w")
+        .arg(weird)
+        .query(c)
+        .unwrap();
+    assert_eq!(released, 1);
+}
+
+/// 50 clients on a limit of 5 at one frozen instant: exactly 5 hold a
+/// lease; when a holder crashes (never releases), its slot comes back at
+/// exactly the end of its lease.
+#[test]
+fn fifty_clients_and_a_crash() {
+    let s = Server::start();
+    let handles: Vec<_> = (0..50)
+        .map(|i| {
+            let mut c = s.conn();
+            std::thread::spawn(move || {
+                acquire(&mut c, &format!("CC.ACQUIRE pool 5 2 ID client{i}"))
+            })
+        })
+        .collect();
+    let results: Vec<([i64; 5], Option<String>)> =
+        handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let holders: Vec<&String> = results.iter().filter_map(|r| r.1.as_ref()).collect();
+    assert_eq!(holders.len(), 5);
+    for (reply, id) in &results {
+        if id.is_none() {
+            assert_eq!(reply, &[1, 5, 0, 2, 2]);
+        }
+    }
+    let c = &mut s.conn();
+    // Four release; the fifth crashed.
+    for id in &holders[..4] {
+        assert_eq!(int(c, &format!("CC.RELEASE pool {id}")), 1);
+    }
+    s.set_time(T0 + 1_500 * MS);
+    for i in 0..4 {
+        assert_eq!(
+            acquire(c, &format!("CC.ACQUIRE pool 5 2 ID new{i}")).0[0],
+            0
+        );
+    }
+    assert_eq!(five(c, "CC.PEEK pool 5 MS"), [1, 5, 0, 500, 2_000]);
+    s.set_time(T0 + 2 * SEC - 1);
+    assert_eq!(acquire(c, "CC.ACQUIRE pool 5 2 ID late").1, None);
+    s.set_time(T0 + 2 * SEC);
+    assert_eq!(acquire(c, "CC.ACQUIRE pool 5 2 ID late").0[..3], [0, 5, 0]);
+}
+
+#[test]
+fn the_lease_type_behaves_like_a_redis_type() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    acquire(c, "CC.ACQUIRE t 5 60 ID one");
+    acquire(c, "CC.ACQUIRE t 5 60 ID two");
+    assert_eq!(
+        cmd(c, "TYPE t").unwrap(),
+        Value::SimpleString("cell-conc".into())
+    );
+    let wrongtype = "WRONGTYPE Operation against a key holding the wrong kind of value";
+    assert_eq!(err(c, "GET t"), wrongtype);
+    assert_eq!(err(c, "SW.ALLOW t 1 1"), wrongtype);
+    assert_eq!(err(c, "CL.THROTTLE t 1 1 1"), wrongtype);
+    five(c, "SW.ALLOW sw 1 60");
+    assert_eq!(err(c, "CC.ACQUIRE sw 1 60"), wrongtype);
+    assert_eq!(err(c, "CC.PEEK sw 1"), wrongtype);
+    cmd(c, "COPY t t2").unwrap();
+    assert_eq!(int(c, "CC.RELEASE t2 one"), 1);
+    assert_eq!(
+        five(c, "CC.PEEK t 5"),
+        [0, 5, 3, -1, 60],
+        "a copy is independent"
+    );
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("t").query(c).unwrap();
+    redis::cmd("RESTORE")
+        .arg("t3")
+        .arg(0)
+        .arg(dump)
+        .query::<()>(c)
+        .unwrap();
+    assert_eq!(five(c, "CC.PEEK t3 5"), [0, 5, 3, -1, 60]);
+    // Memory grows with the leases held.
+    let usage = |c: &mut redis::Connection, k: &str| -> i64 {
+        redis::cmd("MEMORY").arg("USAGE").arg(k).query(c).unwrap()
+    };
+    let small = usage(c, "t");
+    for i in 0..100 {
+        acquire(c, &format!("CC.ACQUIRE big 1000 60 ID request-{i:04}"));
+    }
+    let per_lease = (usage(c, "big") - small) as f64 / 98.0;
+    println!("MEMORY USAGE per held lease (12-byte ids): {per_lease:.1} bytes");
+    assert!((12.0..=80.0).contains(&per_lease), "{per_lease}");
+}
+
+#[test]
+fn errors_have_exact_texts_and_write_nothing() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    keys_of_every_type(c);
+    let long_id = "x".repeat(1025);
+    let cases: Vec<(String, &str)> = vec![
+        (
+            "CC.ACQUIRE k 1".into(),
+            "ERR wrong number of arguments for 'cc.acquire' command",
+        ),
+        (
+            "CC.ACQUIRE k -1 10".into(),
+            "ERR invalid limit: must be 0 or greater",
+        ),
+        (
+            "CC.ACQUIRE k x 10".into(),
+            "ERR value is not an integer or out of range",
+        ),
+        (
+            "CC.ACQUIRE k 1 0".into(),
+            "ERR invalid lease: must be greater than 0 seconds",
+        ),
+        (
+            "CC.ACQUIRE k 1 -2".into(),
+            "ERR invalid lease: must be greater than 0 seconds",
+        ),
+        (
+            "CC.ACQUIRE k 1 1.0000000001".into(),
+            "ERR value is not an integer or out of range",
+        ),
+        ("CC.ACQUIRE k 1 10 ID".into(), "ERR syntax error"),
+        ("CC.ACQUIRE k 1 10 ID a ID".into(), "ERR syntax error"),
+        ("CC.ACQUIRE k 1 10 MS MS".into(), "ERR syntax error"),
+        ("CC.ACQUIRE k 1 10 EXTRA".into(), "ERR syntax error"),
+        (
+            format!("CC.ACQUIRE k 1 10 ID {long_id}"),
+            "ERR invalid ID: at most 1024 bytes",
+        ),
+        (
+            "CC.ACQUIRE k 1 9223372036".into(),
+            "ERR parameters out of range: their nanosecond arithmetic overflows 64 bits",
+        ),
+        (
+            "CC.ACQUIRE list 1 10".into(),
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ),
+        (
+            "CC.RELEASE k".into(),
+            "ERR wrong number of arguments for 'cc.release' command",
+        ),
+        (
+            "CC.RELEASE list a".into(),
+            "WRONGTYPE Operation against a key holding the wrong kind of value",
+        ),
+        (
+            "CC.RENEW k a".into(),
+            "ERR wrong number of arguments for 'cc.renew' command",
+        ),
+        (
+            "CC.RENEW k a 0".into(),
+            "ERR invalid lease: must be greater than 0 seconds",
+        ),
+        (
+            "CC.PEEK k".into(),
+            "ERR wrong number of arguments for 'cc.peek' command",
+        ),
+        ("CC.PEEK k 1 X".into(), "ERR syntax error"),
+        (
+            "CC.HOLD k a 5 5".into(),
+            "ERR invalid CC.HOLD: needs now >= 0 and an expiry after now",
+        ),
+        (
+            "CC.HOLD k a 5 -1".into(),
+            "ERR invalid CC.HOLD: needs now >= 0 and an expiry after now",
+        ),
+        (
+            "CC.DROP k a -1".into(),
+            "ERR invalid CC.DROP: needs now >= 0",
+        ),
+        (
+            "CC.LOAD k junk".into(),
+            "ERR invalid CC.LOAD payload: not serialized leases",
+        ),
+    ];
+    for (line, want) in &cases {
+        assert_eq!(err(c, line), as_server_says(line, want), "{line}");
+        ping(c);
+    }
+    let keys: Vec<String> = redis::cmd("KEYS").arg("k").query(c).unwrap();
+    assert!(keys.is_empty(), "errors wrote {keys:?}");
+}
+
+#[test]
+fn crafted_lease_payloads_are_refused() {
+    let s = Server::with(Options {
+        config: vec![("rdbcompression".into(), "no".into())],
+        ..Options::default()
+    });
+    let c = &mut s.conn();
+    acquire(c, "CC.ACQUIRE src 3 60 ID abc");
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("src").query(c).unwrap();
+    // The state, as CC.LOAD takes it: the string inside the DUMP.
+    let len = usize::from(dump[11]);
+    let state = dump[12..12 + len].to_vec();
+    redis::cmd("CC.LOAD")
+        .arg("copy")
+        .arg(&state)
+        .query::<()>(c)
+        .unwrap();
+    assert_eq!(
+        pttl(c, "copy"),
+        60_000,
+        "CC.LOAD sets the expiry of the last lease"
+    );
+    assert_eq!(five(c, "CC.PEEK copy 3"), [0, 3, 2, -1, 60]);
+    let mut rng = 0x9E37_79B9u64;
+    for round in 0..2_000 {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        let mut p = state.clone();
+        match round % 3 {
+            0 => {
+                let i = (rng % p.len() as u64) as usize;
+                p[i] ^= (rng >> 8) as u8 | 1;
+            }
+            1 => p.truncate((rng % p.len() as u64) as usize),
+            _ => p.push((rng >> 16) as u8),
+        }
+        if let Err(e) = redis::cmd("CC.LOAD")
+            .arg("fuzz")
+            .arg(&p)
+            .query::<()>(c)
+            .map_err(error_text)
+        {
+            assert_eq!(e, "ERR invalid CC.LOAD payload: not serialized leases");
+        }
+        // Whatever loaded is a consistent value.
+        let _ = cmd(c, "CC.PEEK fuzz 3").unwrap();
+        cmd(c, "DEL fuzz").unwrap();
+    }
+    ping(c);
+}
+
+#[test]
+fn writes_fire_events() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "CONFIG SET notify-keyspace-events KEA").unwrap();
+    let mut sub = s.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").unwrap();
+    pubsub
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    acquire(c, "CC.ACQUIRE ev 1 10 ID a");
+    acquire(c, "CC.ACQUIRE ev 1 10 ID b"); // refused: nothing
+    int(c, "CC.RENEW ev a 20");
+    int(c, "CC.RELEASE ev a");
+    cmd(c, "SET end 1").unwrap();
+    let mut events = Vec::new();
+    loop {
+        let msg = pubsub.get_message().unwrap();
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_string();
+        let key: String = msg.get_payload().unwrap();
+        if key == "end" {
+            break;
+        }
+        events.push(format!("{event} {key}"));
+    }
+    assert_eq!(
+        events,
+        [
+            "cc.acquire ev",
+            "expire ev",
+            "cc.renew ev",
+            "expire ev",
+            "del ev"
+        ]
+    );
+}
