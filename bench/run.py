@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""Side-by-side benchmark of redis-cell against INCR and script-based limiters.
+"""Side-by-side benchmark of redis-cell against INCR, the module API's floor
+and script-based limiters.
 
-Starts its own servers (real clock, no persistence), runs redis-benchmark
-with pipelining and many connections over a large random keyspace, and
-prints ops/s and the ratio to INCR measured in the same run, over several
-rounds (median). Then a memory table and the core's micro-benchmarks.
+Starts its own server (real clock, no persistence) with redis-cell and the
+floor module (bench/floor.rs) loaded, runs redis-benchmark with pipelining
+and many connections over a large random keyspace, and prints ops/s, the
+ratio to INCR and to the floor measured in the same round (median of the
+rounds), and the worst single call seen (SLOWLOG). Operations of several
+commands (MULTI ... EXEC, a command pair) go through bench/loadgen.rs, with
+INCR measured by the same tool as their reference. Then the memory tables,
+the worst single calls on a log of ten million requests, the core's
+micro-benchmarks and the APPROX error table.
 
     bench/run.py                      # full run, writes bench/results.md and bench/ops.png
-    bench/run.py --rounds 1 --requests 200000 --no-micro   # quick look
+    bench/run.py --rounds 1 --requests 200000 --no-micro --huge 1000000   # quick look
     bench/run.py --server redis-8.2   # another server of scripts/servers (a name or a path)
 
 Set CELL_REFERENCE_MODULE=/path/to/other/libredis_cell.so to measure another
@@ -28,7 +34,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "target" / "release" / "libredis_cell.so"
+FLOOR = ROOT / "target" / "release" / "libcell_floor.so"
+LOADGEN = ROOT / "target" / "release" / "loadgen"
 KEYSPACE = 100_000
+# A call slower than this is logged by SLOWLOG: the worst single call column.
+SLOW_US = 25
+# The worst single call is measured apart from throughput, with one client
+# (pipelined): with fifty clients on a two-core machine, the scheduler's
+# pauses would be all it shows.
+LATENCY_REQUESTS = 200_000
 # scripts/deps installs redis-py here.
 sys.path.insert(0, str(ROOT / "target" / "deps" / "python"))
 # The server binary, set from --server in main().
@@ -52,15 +66,15 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, module: Path):
+    def __init__(self, *modules: Path):
         import redis
 
         self.port = free_port()
-        self.proc = subprocess.Popen(
-            [SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--loadmodule", str(module)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        command = [SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+                   "--save", "", "--appendonly", "no"]
+        for m in modules:
+            command += ["--loadmodule", str(m)]
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.r = redis.Redis(port=self.port)
         for _ in range(200):
             try:
@@ -68,19 +82,19 @@ class Server:
                 return
             except redis.ConnectionError:
                 if self.proc.poll() is not None:
-                    sys.exit(f"redis-server with {module} exited: does the module load?")
+                    sys.exit(f"{SERVER} with {modules} exited: do the modules load?")
                 time.sleep(0.05)
-        sys.exit("redis-server did not start")
+        sys.exit(f"{SERVER} did not start")
 
     def stop(self):
         self.proc.kill()
         self.proc.wait()
 
 
-def bench(port: int, command: list[str], requests: int, clients: int, pipeline: int) -> float:
+def redis_benchmark(port: int, command: list, args, clients=None, requests=None) -> float:
     out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-c", str(clients), "-P", str(pipeline),
-         "-n", str(requests), "-r", str(KEYSPACE), "--csv", *command],
+        ["redis-benchmark", "-p", str(port), "-c", str(clients or args.clients), "-P", str(args.pipeline),
+         "-n", str(requests or args.requests), "-r", str(KEYSPACE), "--csv", *map(str, command)],
         capture_output=True, text=True, check=True,
     ).stdout
     for line in out.splitlines():
@@ -90,20 +104,62 @@ def bench(port: int, command: list[str], requests: int, clients: int, pipeline: 
     raise RuntimeError(f"no result in redis-benchmark output: {out!r}")
 
 
-def workloads(shas: dict[str, str]) -> list[tuple[str, list[str]]]:
+def loadgen(port: int, commands: list, args, clients=None, requests=None) -> float:
+    words = []
+    for i, c in enumerate(commands):
+        if i:
+            words.append(";")
+        words += map(str, c)
+    out = subprocess.run(
+        [LOADGEN, "--port", str(port), "--clients", str(clients or args.clients), "--pipeline", str(args.pipeline),
+         "--requests", str(requests or args.requests // 2), "--keyspace", str(KEYSPACE), *words],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    return float(out.strip())
+
+
+# (name, tool, command(s), floor): tool "rb" is redis-benchmark, "lg" the
+# load generator; floor "one" or "two" names the floor a row is compared to.
+def workloads(shas: dict[str, str]):
     k = "__rand_int__"
+    gcra = ["GCRA", 15, 30, 60]
+    fw = ["FW", 1000, 60, "ALIGN"]
     return [
-        ("PING", ["PING"]),
-        ("INCR", ["INCR", f"n:{k}"]),
-        ("CL.THROTTLE", ["CL.THROTTLE", f"cl:{k}", "15", "30", "60", "1"]),
-        ("CL.PEEK", ["CL.PEEK", f"cl:{k}", "15", "30", "60"]),
-        ("SW.ALLOW limit 100", ["SW.ALLOW", f"sw:{k}", "100", "60"]),
-        ("SW.ALLOW limit 10000", ["SW.ALLOW", f"sx:{k}", "10000", "60"]),
-        ("SW.ALLOW APPROX", ["SW.ALLOW", f"sa:{k}", "100", "60", "APPROX"]),
-        ("FW.INCR", ["FW.INCR", f"fw:{k}", "100", "60"]),
-        ("Lua GCRA", ["EVALSHA", shas["gcra"], "1", f"lg:{k}", "15", "30", "60", "1"]),
-        ("Lua sorted-set sliding window", ["EVALSHA", shas["sliding_zset"], "1", f"lz:{k}", "100", "60"]),
-        ("Lua INCR+EXPIRE fixed window", ["EVALSHA", shas["fixed_window"], "1", f"lf:{k}", "100", "60", "1"]),
+        ("PING", "rb", ["PING"], None),
+        ("INCR", "rb", ["INCR", f"n:{k}"], None),
+        ("INCR (loadgen)", "lg", [["INCR", f"n:{k}"]], None),
+        ("floor, one key", "rb", ["FLOOR.ONE", f"f:{k}"], None),
+        ("floor, two keys", "rb", ["FLOOR.TWO", f"{{f:{k}}}:a", f"{{f:{k}}}:b"], None),
+        ("CL.THROTTLE", "rb", ["CL.THROTTLE", f"cl:{k}", 15, 30, 60, 1], "one"),
+        ("CL.PEEK", "rb", ["CL.PEEK", f"cl:{k}", 15, 30, 60], "one"),
+        ("CL.REFUND", "rb", ["CL.REFUND", f"cl:{k}", 15, 30, 60, 1], "one"),
+        ("CL.RESERVE MAXWAIT 1", "rb", ["CL.RESERVE", f"cr:{k}", 15, 30, 60, "MAXWAIT", 1], "one"),
+        ("CL.THROTTLEALL GCRA + FW", "rb",
+         ["CL.THROTTLEALL", 2, f"{{t:{k}}}:a", f"{{t:{k}}}:b", *gcra, *fw], "two"),
+        ("CL.THROTTLEALL GCRA + FW + SW", "rb",
+         ["CL.THROTTLEALL", 3, f"{{u:{k}}}:a", f"{{u:{k}}}:b", f"{{u:{k}}}:c", *gcra, *fw, "SW", 100, 60], None),
+        ("MULTI: CL.THROTTLE + FW.INCR", "lg",
+         [["MULTI"], ["CL.THROTTLE", f"{{m:{k}}}:a", 15, 30, 60], ["FW.INCR", f"{{m:{k}}}:b", 1000, 60, "ALIGN"],
+          ["EXEC"]], None),
+        ("MULTI: CL.THROTTLE + FW.INCR + SW.ALLOW", "lg",
+         [["MULTI"], ["CL.THROTTLE", f"{{v:{k}}}:a", 15, 30, 60], ["FW.INCR", f"{{v:{k}}}:b", 1000, 60, "ALIGN"],
+          ["SW.ALLOW", f"{{v:{k}}}:c", 100, 60], ["EXEC"]], None),
+        ("Lua all-or-nothing GCRA + FW", "rb",
+         ["EVALSHA", shas["throttle_all"], 2, f"{{l:{k}}}:a", f"{{l:{k}}}:b", 15, 30, 60, 1000, 60], None),
+        ("SW.ALLOW limit 100", "rb", ["SW.ALLOW", f"sw:{k}", 100, 60], "one"),
+        ("SW.ALLOW limit 10000", "rb", ["SW.ALLOW", f"sx:{k}", 10000, 60], "one"),
+        ("SW.ALLOW APPROX", "rb", ["SW.ALLOW", f"sa:{k}", 100, 60, "APPROX"], "one"),
+        ("SW.PEEK", "rb", ["SW.PEEK", f"sw:{k}", 100, 60], "one"),
+        ("SW.REFUND", "rb", ["SW.REFUND", f"sw:{k}", 100, 60, 1], "one"),
+        ("FW.INCR", "rb", ["FW.INCR", f"fw:{k}", 100, 60], "one"),
+        ("FW.PEEK", "rb", ["FW.PEEK", f"fw:{k}", 100, 60], "one"),
+        ("FW.REFUND", "rb", ["FW.REFUND", f"fw:{k}", 100, 60, 1], "one"),
+        ("FW.INCR day TZ +09:00", "rb", ["FW.INCR", f"fd:{k}", 10000, "day", "TZ", "+09:00"], "one"),
+        ("CC.ACQUIRE + CC.RELEASE", "lg",
+         [["CC.ACQUIRE", f"cc:{k}", 100, 60, "ID", "worker"], ["CC.RELEASE", f"cc:{k}", "worker"]], None),
+        ("Lua GCRA", "rb", ["EVALSHA", shas["gcra"], 1, f"lg:{k}", 15, 30, 60, 1], None),
+        ("Lua sorted-set sliding window", "rb", ["EVALSHA", shas["sliding_zset"], 1, f"lz:{k}", 100, 60], None),
+        ("Lua INCR+EXPIRE fixed window", "rb", ["EVALSHA", shas["fixed_window"], 1, f"lf:{k}", 100, 60, 1], None),
     ]
 
 
@@ -111,35 +167,70 @@ def load_scripts(r) -> dict[str, str]:
     return {p.stem: r.script_load(p.read_text()) for p in sorted((ROOT / "bench" / "lua").glob("*.lua"))}
 
 
-def throughput(args) -> list[tuple[str, float, float]]:
-    server = Server(MODULE)
+def slowest(r, commands) -> float:
+    """The longest call (µs) SLOWLOG holds for these command names."""
+    names = {str(c[0]).lower() for c in commands}
+    worst = 0
+    for entry in r.slowlog_get(100_000):
+        words = entry["command"].split() if isinstance(entry["command"], bytes) else []
+        name = words[0].decode().lower() if words else ""
+        if name in names:
+            worst = max(worst, entry["duration"])
+    return worst
+
+
+def throughput(args):
+    server = Server(MODULE, FLOOR)
     reference = None
     if os.environ.get("CELL_REFERENCE_MODULE"):
         reference = Server(Path(os.environ["CELL_REFERENCE_MODULE"]))
+    r = server.r
+    r.config_set("slowlog-log-slower-than", SLOW_US)
+    r.config_set("slowlog-max-len", 100_000)
     try:
-        shas = load_scripts(server.r)
+        shas = load_scripts(r)
         loads = workloads(shas)
-        ops: dict[str, list[float]] = {name: [] for name, _ in loads}
-        ratios: dict[str, list[float]] = {name: [] for name, _ in loads}
-        if reference:
-            ops["reference CL.THROTTLE"] = []
-            ratios["reference CL.THROTTLE"] = []
+        names = [w[0] for w in loads] + (["reference CL.THROTTLE"] if reference else [])
+        ops = {n: [] for n in names}
+        to_incr = {n: [] for n in names}
+        to_floor = {n: [] for n in names}
+        worst = {n: 0.0 for n in names}
         for rnd in range(args.rounds):
-            server.r.flushall()
-            this_round = {}
-            for name, command in loads:
-                this_round[name] = bench(server.port, command, args.requests, args.clients, args.pipeline)
+            r.flushall()
+            this = {}
+            for name, tool, command, _ in loads:
+                if tool == "rb":
+                    this[name] = redis_benchmark(server.port, command, args)
+                else:
+                    this[name] = loadgen(server.port, command, args)
             if reference:
                 reference.r.flushall()
-                this_round["reference CL.THROTTLE"] = bench(
-                    reference.port, ["CL.THROTTLE", "cl:__rand_int__", "15", "30", "60", "1"],
-                    args.requests, args.clients, args.pipeline)
-            for name, value in this_round.items():
-                ops[name].append(value)
-                ratios[name].append(value / this_round["INCR"])
+                this["reference CL.THROTTLE"] = redis_benchmark(
+                    reference.port, ["CL.THROTTLE", "cl:__rand_int__", 15, 30, 60, 1], args)
+            floors = {"one": this["floor, one key"], "two": this["floor, two keys"]}
+            for name, tool, _, floor in loads:
+                ops[name].append(this[name])
+                incr = this["INCR (loadgen)"] if tool == "lg" else this["INCR"]
+                to_incr[name].append(this[name] / incr)
+                if floor:
+                    to_floor[name].append(this[name] / floors[floor])
+            if reference:
+                n = "reference CL.THROTTLE"
+                ops[n].append(this[n])
+                to_incr[n].append(this[n] / this["INCR"])
+                to_floor[n].append(this[n] / floors["one"])
             print(f"round {rnd + 1}/{args.rounds}: " + ", ".join(
-                f"{n} {v:,.0f}" for n, v in this_round.items()), file=sys.stderr)
-        return [(n, statistics.median(ops[n]), statistics.median(ratios[n])) for n in ops]
+                f"{n} {v:,.0f}" for n, v in this.items()), file=sys.stderr)
+        for name, tool, command, _ in loads:
+            r.slowlog_reset()
+            if tool == "rb":
+                redis_benchmark(server.port, command, args, clients=1, requests=LATENCY_REQUESTS)
+                worst[name] = slowest(r, [command])
+            else:
+                loadgen(server.port, command, args, clients=1, requests=LATENCY_REQUESTS // 2)
+                worst[name] = slowest(r, command)
+        med = lambda xs: statistics.median(xs) if xs else None
+        return [(n, med(ops[n]), med(to_incr[n]), med(to_floor[n]), worst[n]) for n in names]
     finally:
         server.stop()
         if reference:
@@ -150,7 +241,7 @@ def used_memory(r) -> int:
     return int(r.info("memory")["used_memory"])
 
 
-def memory(args) -> tuple[list[tuple[str, float]], list[tuple[int, float, float]]]:
+def memory():
     server = Server(MODULE)
     r = server.r
     try:
@@ -162,6 +253,7 @@ def memory(args) -> tuple[list[tuple[str, float]], list[tuple[int, float, float]
             ("SW.ALLOW, 1 request", lambda p, i: p.execute_command("SW.ALLOW", f"s:{i}", 100, 60)),
             ("SW.ALLOW APPROX", lambda p, i: p.execute_command("SW.ALLOW", f"a:{i}", 100, 60, "APPROX")),
             ("FW.INCR (string counter)", lambda p, i: p.execute_command("FW.INCR", f"f:{i}", 100, 60)),
+            ("CC.ACQUIRE, 1 lease (32-character id)", lambda p, i: p.execute_command("CC.ACQUIRE", f"cc:{i}", 10, 60)),
             ("Lua GCRA (string)", lambda p, i: p.evalsha(shas["gcra"], 1, f"g:{i}", 15, 30, 60, 1)),
             ("Lua sorted set, 1 request", lambda p, i: p.evalsha(shas["sliding_zset"], 1, f"z:{i}", 100, 60)),
         ]
@@ -184,13 +276,99 @@ def memory(args) -> tuple[list[tuple[str, float]], list[tuple[int, float, float]
             p = r.pipeline(transaction=False)
             for i in range(limit):
                 t = start + i * step
-                p.execute_command("SW.RECORD", "log", 60_000_000_000, t, 1)
+                p.execute_command("SW.RECORD", "log", 60_000_000_000, t)
                 p.zadd("zset", {f"{t // 1000}:{i}": t // 1000})
             p.execute()
             log = r.memory_usage("log", samples=0)
             zset = r.memory_usage("zset", samples=0)
             per_request.append((limit, log / limit, zset / limit))
-        return per_key, per_request
+
+        r.flushall()
+        p = r.pipeline(transaction=False)
+        for i in range(1_000):
+            p.execute_command("CC.ACQUIRE", "leases", 10_000, 600)
+        p.execute()
+        per_lease = r.memory_usage("leases", samples=0) / 1_000
+        return per_key, per_request, per_lease
+    finally:
+        server.stop()
+
+
+def huge_log(n: int):
+    """Single calls (SLOWLOG, server-side µs) on a sliding log of `n`
+    requests: the median and the worst of several, and what DUMP, SAVE and
+    DEL of such a key cost. The same is measured for INCR, as the noise
+    floor of this machine."""
+    server = Server(MODULE)
+    r = server.r
+    rows = []
+
+    def payload(window_ns: int, first_ns: int, delta_ns: int) -> bytes:
+        def varint(v):
+            out = bytearray()
+            while v >= 0x80:
+                out.append((v & 0x7F) | 0x80)
+                v >>= 7
+            out.append(v)
+            return bytes(out)
+        last = first_ns + (n - 1) * delta_ns
+        head = b"E" + window_ns.to_bytes(8, "little") + b"\x01" + varint(n) + varint(n) + varint(first_ns) + varint(last)
+        return head + b"\x00" + varint(delta_ns << 1) * (n - 1)
+
+    def timed(*command) -> float:
+        r.config_set("slowlog-log-slower-than", 0)
+        r.slowlog_reset()
+        r.execute_command(*command)
+        entries = [e for e in r.slowlog_get(10) if e["command"].split()[0].lower() == str(command[0]).lower().encode()]
+        r.config_set("slowlog-log-slower-than", SLOW_US)
+        return max(e["duration"] for e in entries)
+
+    def stats(durations) -> str:
+        return f"{statistics.median(durations):,.0f} | {max(durations):,.0f}"
+
+    def stream(*command):
+        """`n` pipelined calls from one client: the worst, and how many took
+        over 1 ms."""
+        r.config_set("slowlog-log-slower-than", SLOW_US)
+        r.slowlog_reset()
+        start = time.time()
+        subprocess.run(["redis-benchmark", "-p", str(server.port), "-c", "1", "-P", "64", "-n", str(n),
+                        "-q", *map(str, command)], capture_output=True, check=True)
+        slow = [e["duration"] for e in r.slowlog_get(100_000)
+                if e["command"].split()[0].lower() == str(command[0]).lower().encode()]
+        note = f"{time.time() - start:.1f} s in all; {sum(d > 1000 for d in slow)} calls over 1 ms"
+        return f"— | {max(slow, default=0):,.0f}", note
+
+    try:
+        r.config_set("proto-max-bulk-len", str(2 ** 31))
+        r.config_set("slowlog-max-len", 100_000)
+        rows.append((f"{n:,} INCR on one key (this machine's noise floor)", *stream("INCR", "counter")))
+        rows.append((f"{n:,} RPUSH growing one list (a built-in structure growing alike)",
+                     *stream("RPUSH", "list", "x")))
+        rows.append((f"{n:,} SW.ALLOW growing one log to {n:,} requests", *stream("SW.ALLOW", "grow", 2 * n, 600)))
+        # Every request leaves the window at once: the next call drops them.
+        expiry = []
+        for _ in range(5):
+            now = time.time_ns()
+            r.execute_command("SW.LOAD", "expiring", payload(1_000_000_000, now - 900_000_000, 20))
+            time.sleep(1.2)
+            expiry.append(timed("SW.ALLOW", "expiring", 2 * n, 1))
+        rows.append((f"the call after all {n:,} requests left the window (5 times)", stats(expiry), ""))
+        # A full window refusing a request as large as the limit: the wait
+        # comes from the newest requests.
+        now = time.time_ns()
+        r.execute_command("SW.LOAD", "full", payload(600_000_000_000, now - 500_000_000, 20))
+        rows.append((f"a refusal of quantity {n:,} on that full window (200 times)",
+                     stats([timed("SW.ALLOW", "full", n, 600, n) for _ in range(200)]), ""))
+        rows.append(("SW.PEEK on it (20 times)", stats([timed("SW.PEEK", "full", n, 600) for _ in range(20)]), ""))
+        rows.append(("SW.REFUND of 1,000 from it (20 times)",
+                     stats([timed("SW.REFUND", "full", n, 600, 1000) for _ in range(20)]), ""))
+        memory = r.memory_usage("full", samples=0)
+        rows.append((f"DUMP of the {n:,}-request key (3 times)", stats([timed("DUMP", "full") for _ in range(3)]),
+                     f"O(N); MEMORY USAGE {memory / n:.2f} bytes per request"))
+        rows.append(("SAVE with that key", stats([timed("SAVE")]), "O(N); BGSAVE does it in a child process"))
+        rows.append(("DEL of that key", stats([timed("DEL", "full")]), "UNLINK frees it in the background"))
+        return rows
     finally:
         server.stop()
 
@@ -243,17 +421,18 @@ def chart(rows, path: Path):
     except ImportError:
         print("matplotlib not installed: no chart (pip install matplotlib)", file=sys.stderr)
         return
+    rows = [r for r in rows if r[2] is not None and not r[0].startswith("INCR (")]
     names = [r[0] for r in rows][::-1]
-    values = [r[1] for r in rows][::-1]
-    colors = ["#c44e52" if n.startswith(("CL.", "SW.", "FW.")) else
-              "#8c8c8c" if n.startswith("Lua") or n.startswith("reference") else "#4c72b0" for n in names]
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    values = [r[2] for r in rows][::-1]
+    colors = ["#c44e52" if n.startswith(("CL.", "SW.", "FW.", "CC.")) else
+              "#8c8c8c" if n.startswith(("Lua", "MULTI", "reference")) else "#4c72b0" for n in names]
+    fig, ax = plt.subplots(figsize=(9, 8))
     ax.barh(names, values, color=colors)
-    ax.set_xlabel("operations per second (redis-benchmark -c 50 -P 16, median of rounds)")
-    ax.set_title("redis-cell commands vs INCR and Lua-script limiters")
+    ax.set_xlabel("throughput as a ratio to INCR (redis-benchmark -c 50 -P 16, median of rounds)")
+    ax.set_title("redis-cell commands vs INCR, the module API's floor and Lua-script limiters")
     ax.set_xlim(0, max(values) * 1.15)
     for i, v in enumerate(values):
-        ax.text(v, i, f" {v / 1e3:,.0f}k", va="center", fontsize=8)
+        ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -264,6 +443,7 @@ def main():
     ap.add_argument("--requests", type=int, default=1_000_000)
     ap.add_argument("--clients", type=int, default=50)
     ap.add_argument("--pipeline", type=int, default=16)
+    ap.add_argument("--huge", type=int, default=10_000_000, help="requests in the huge-log test (0: skip)")
     ap.add_argument("--server", default="redis-server",
                     help="server binary: a path, or a name from scripts/servers (redis-8.2, valkey-9.1, ...)")
     ap.add_argument("--no-build", action="store_true")
@@ -274,22 +454,33 @@ def main():
     SERVER = resolve_server(args.server)
 
     if not args.no_build:
-        subprocess.run(["cargo", "build", "--release"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "--release", "-p", "redis-cell", "-p", "cell-bench"], cwd=ROOT, check=True)
     rows = throughput(args)
-    per_key, per_request = memory(args)
+    per_key, per_request, per_lease = memory()
+    huge = huge_log(args.huge) if args.huge else []
     micro_rows = [] if args.no_micro else micro()
 
+    fmt = lambda v: "—" if v is None else f"{v:.2f}"
+    worst = lambda us: f"< {SLOW_US}" if us < SLOW_US else f"{us:,.0f}"
     lines = [f"Machine: {machine()}.",
-             f"Command: `bench/run.py --rounds {args.rounds} --requests {args.requests}` "
+             f"Command: `bench/run.py --rounds {args.rounds} --requests {args.requests} --server {args.server}` "
              f"(redis-benchmark -c {args.clients} -P {args.pipeline}, {KEYSPACE:,} random keys, "
-             f"median of {args.rounds} rounds; ratios are to INCR within each round).", "",
-             "| workload | ops/s | ratio to INCR |", "|---|---:|---:|"]
-    lines += [f"| {n} | {o:,.0f} | {r:.2f} |" for n, o, r in rows]
+             f"median of {args.rounds} rounds; ratios are within each round). The worst single call is "
+             f"the longest SLOWLOG entry in a separate pass of {LATENCY_REQUESTS:,} calls from one client "
+             f"(-P {args.pipeline}); calls under {SLOW_US} µs are not logged.", "",
+             "| workload | ops/s | ratio to INCR | ratio to the floor | worst single call (µs) |",
+             "|---|---:|---:|---:|---:|"]
+    lines += [f"| {n} | {o:,.0f} | {fmt(i)} | {fmt(f)} | {worst(w)} |" for n, o, i, f, w in rows]
     lines += ["", "| state | bytes per key |", "|---|---:|"]
     lines += [f"| {n} | {b:.0f} |" for n, b in per_key]
-    lines += ["", "| requests in the window | SW.ALLOW bytes per request | sorted set bytes per request |",
+    lines += ["", f"A held lease costs {per_lease:.1f} bytes (1,000 leases with 32-character ids on one key).", ""]
+    lines += ["| requests in the window | SW.ALLOW bytes per request | sorted set bytes per request |",
               "|---:|---:|---:|"]
     lines += [f"| {l:,} | {a:.2f} | {z:.2f} |" for l, a, z in per_request]
+    if huge:
+        lines += ["", f"A log of {args.huge:,} requests (SLOWLOG, server-side time of one call, µs):", "",
+                  "| call | median | worst | note |", "|---|---:|---:|---|"]
+        lines += [f"| {n} | {us} | {note} |" for n, us, note in huge]
     if micro_rows:
         lines += ["", "| core decision (criterion) | time per decision |", "|---|---:|"]
         lines += [f"| {n} | {t} |" for n, t in micro_rows]

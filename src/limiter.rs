@@ -5,7 +5,7 @@
 //! command does.
 
 use crate::error::{self, CmdError};
-use crate::store::Key;
+use crate::store::{Arg, Key};
 use crate::types::WINDOW_TYPE;
 use cell_core::calendar::{self, Unit};
 use cell_core::fixed::{Counter, Effect, FixedWindow};
@@ -16,6 +16,7 @@ use cell_core::sliding::{self, Log, SlidingWindow};
 use cell_core::sliding_approx::{self, ApproxWindow};
 use cell_core::window_state::WindowState;
 use redis_module::raw;
+use std::ffi::CStr;
 
 /// One limit on one key.
 #[derive(Clone, Copy, Debug)]
@@ -349,14 +350,21 @@ pub fn record(
     approx: bool,
 ) -> Result<(), CmdError> {
     let bad = |_| error::BAD_RECORD;
-    match key.value::<WindowState>(&WINDOW_TYPE)? {
+    let expire = match key.value::<WindowState>(&WINDOW_TYPE)? {
         Some(WindowState::Approx(_)) if !approx => return Err(error::APPROX_KEY),
         Some(WindowState::Exact { .. }) if approx => return Err(error::EXACT_KEY),
-        Some(WindowState::Exact { log, window: w }) => {
-            sliding::record(log, window, at, quantity).map_err(bad)?;
-            *w = Some(window);
+        Some(state) => {
+            match state {
+                WindowState::Exact { log, window: w } => {
+                    sliding::record(log, window, at, quantity).map_err(bad)?;
+                    *w = Some(window);
+                }
+                WindowState::Approx(c) => {
+                    *c = sliding_approx::record(Some(*c), window, at, quantity)
+                }
+            }
+            state.expire_at_ms()
         }
-        Some(WindowState::Approx(c)) => *c = sliding_approx::record(Some(*c), window, at, quantity),
         None => {
             let state = if approx {
                 WindowState::Approx(sliding_approx::record(None, window, at, quantity))
@@ -368,14 +376,13 @@ pub fn record(
                     window: Some(window),
                 }
             };
+            let expire = state.expire_at_ms();
             key.set_value(&WINDOW_TYPE, state)?;
+            expire
         }
-    }
+    };
     key.changed();
     key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
-    let expire = key
-        .value::<WindowState>(&WINDOW_TYPE)?
-        .and_then(|s| s.expire_at_ms());
     if let Some(ms) = expire {
         key.set_abs_expire(ms)?;
     }
@@ -425,12 +432,34 @@ pub fn unrecord(
 
 /// `SW.UNRECORD key window_ns at_ns quantity [APPROX]`.
 fn replicate_unrecord(key: &Key, window: i64, at: i64, quantity: i64, approx: bool) {
-    let fmt = if approx { c"slllc" } else { c"slll" };
-    key.replicate(c"SW.UNRECORD", fmt, [window, at, quantity], c"APPROX");
+    replicate_window_effect(key, c"SW.UNRECORD", window, at, quantity, approx);
 }
 
-/// `SW.RECORD key window_ns at_ns quantity [APPROX]`.
+/// `SW.RECORD key window_ns at_ns [quantity] [APPROX]`, the quantity left
+/// out when it is 1 (one argument object fewer for every replica and the
+/// AOF to handle).
 fn replicate_record(key: &Key, window: i64, at: i64, quantity: i64, approx: bool) {
-    let fmt = if approx { c"slllc" } else { c"slll" };
-    key.replicate(c"SW.RECORD", fmt, [window, at, quantity], c"APPROX");
+    if quantity == 1 {
+        let args = [Arg::Int(window), Arg::Int(at), Arg::Word(c"APPROX")];
+        key.replicate(c"SW.RECORD", &args[..if approx { 3 } else { 2 }]);
+    } else {
+        replicate_window_effect(key, c"SW.RECORD", window, at, quantity, approx);
+    }
+}
+
+fn replicate_window_effect(
+    key: &Key,
+    command: &CStr,
+    window: i64,
+    at: i64,
+    quantity: i64,
+    approx: bool,
+) {
+    let args = [
+        Arg::Int(window),
+        Arg::Int(at),
+        Arg::Int(quantity),
+        Arg::Word(c"APPROX"),
+    ];
+    key.replicate(command, &args[..if approx { 4 } else { 3 }]);
 }

@@ -48,6 +48,13 @@ pub enum Holds {
     Other,
 }
 
+/// An argument of a replicated effect, after the key.
+pub enum Arg<'a> {
+    Int(i64),
+    Bytes(&'a [u8]),
+    Word(&'static CStr),
+}
+
 /// An open key, closed on drop (and signalled as modified then, if
 /// anything was written).
 pub struct Key {
@@ -187,30 +194,33 @@ impl Key {
         if current_expire_ms != Some(expire_at_ms) {
             self.set_abs_expire(expire_at_ms)?;
         }
-        if let Some(replicate) = api!(RedisModule_Replicate) {
-            // The shared PXAT string when it exists, a C string otherwise:
-            // the write is replicated either way.
-            let pxat = PXAT.load(Ordering::Relaxed);
-            let (fmt, pxat) = if pxat.is_null() {
-                (c"sbcl", c"PXAT".as_ptr().cast_mut().cast())
-            } else {
-                (c"sbsl", pxat)
-            };
-            // SAFETY: the format matches the arguments: a module string, a
-            // buffer with its length, a module string (or C string) and a
-            // long long; Redis takes its own references or copies.
-            unsafe {
-                replicate(
-                    self.ctx,
-                    c"SET".as_ptr(),
-                    fmt.as_ptr(),
-                    self.name,
-                    text.as_ptr().cast::<c_char>(),
-                    text.len(),
-                    pxat,
-                    expire_at_ms as libc::c_longlong,
-                );
+        let pxat = PXAT.load(Ordering::Relaxed);
+        match api!(RedisModule_Replicate) {
+            // The shared PXAT string saves the server an allocation.
+            Some(replicate) if !pxat.is_null() => {
+                let mut ms = [0u8; 20];
+                let ms = format_i64(expire_at_ms, &mut ms);
+                // SAFETY: the format matches the arguments: a module
+                // string, a buffer with its length, a module string and a
+                // buffer; Redis takes its own references or copies.
+                unsafe {
+                    replicate(
+                        self.ctx,
+                        c"SET".as_ptr(),
+                        c"sbsb".as_ptr(),
+                        self.name,
+                        text.as_ptr().cast::<c_char>(),
+                        text.len(),
+                        pxat,
+                        ms.as_ptr().cast::<c_char>(),
+                        ms.len(),
+                    );
+                }
             }
+            _ => self.replicate(
+                c"SET",
+                &[Arg::Bytes(text), Arg::Word(c"PXAT"), Arg::Int(expire_at_ms)],
+            ),
         }
         Ok(())
     }
@@ -264,7 +274,7 @@ impl Key {
     /// Sets an absolute expiry and replicates it as `PEXPIREAT`.
     pub fn expire_at(&mut self, expire_at_ms: i64) -> Result<(), CmdError> {
         self.set_abs_expire(expire_at_ms)?;
-        self.replicate(c"PEXPIREAT", c"sl", [expire_at_ms, 0, 0], c"");
+        self.replicate(c"PEXPIREAT", &[Arg::Int(expire_at_ms)]);
         Ok(())
     }
 
@@ -342,58 +352,55 @@ impl Key {
         }
         self.notify(raw::NotifyEvent::GENERIC, c"del");
         if replicate {
-            self.replicate(c"DEL", c"s", [0; 3], c"");
+            self.replicate(c"DEL", &[]);
         }
         Ok(())
     }
 
-    /// Replicates `command key ...` as an effect: `fmt` is "s" (the key)
-    /// followed by up to three "l" (the `longs`, in order) and at most one
-    /// "c" (`tail`, after them).
-    pub fn replicate(&self, command: &CStr, fmt: &CStr, longs: [i64; 3], tail: &CStr) {
+    /// Replicates `command key args...` as an effect (at most four
+    /// arguments). Every argument goes as a buffer, numbers formatted here:
+    /// the server then makes one string object of each, where a `long long`
+    /// argument costs it two allocations.
+    pub fn replicate(&self, command: &CStr, args: &[Arg]) {
+        const FORMATS: [&CStr; 5] = [c"s", c"sb", c"sbb", c"sbbb", c"sbbbb"];
         let Some(replicate) = api!(RedisModule_Replicate) else {
             return;
         };
-        let [a, b, c] = longs.map(|l| l as libc::c_longlong);
-        // SAFETY: the arguments are passed in the order and with the types
-        // `fmt` consumes (a module string, long longs, a C string); Redis
-        // ignores variadic arguments the format does not name, and copies
-        // what it keeps.
-        unsafe {
-            replicate(
-                self.ctx,
-                command.as_ptr(),
-                fmt.as_ptr(),
-                self.name,
-                a,
-                b,
-                c,
-                tail.as_ptr(),
-            );
+        let n = args.len().min(4);
+        let mut numbers = [[0u8; 20]; 4];
+        let mut spans = [(0usize, 0usize); 4];
+        for (i, arg) in args.iter().take(n).enumerate() {
+            if let Arg::Int(v) = arg {
+                let len = format_i64(*v, &mut numbers[i]).len();
+                spans[i] = (20 - len, len);
+            }
         }
-    }
-
-    /// Replicates `command key <bytes> ...` as an effect: `fmt` is "sb"
-    /// followed by up to two "l" (the `longs`, in order).
-    pub fn replicate_with_bytes(&self, command: &CStr, fmt: &CStr, bytes: &[u8], longs: [i64; 2]) {
-        let Some(replicate) = api!(RedisModule_Replicate) else {
-            return;
+        let part = |i: usize| -> &[u8] {
+            match args.get(i) {
+                Some(Arg::Int(_)) => &numbers[i][spans[i].0..spans[i].0 + spans[i].1],
+                Some(Arg::Bytes(b)) => b,
+                Some(Arg::Word(w)) => w.to_bytes(),
+                None => &[],
+            }
         };
-        let [a, b] = longs.map(|l| l as libc::c_longlong);
-        // SAFETY: the arguments are passed in the order and with the types
-        // `fmt` consumes (a module string, a buffer and its length, long
-        // longs); Redis ignores those the format does not name and copies
-        // what it keeps.
+        let [a, b, c, d] = [part(0), part(1), part(2), part(3)];
+        // SAFETY: the format names the key and `n` buffers, passed as
+        // pointer and length pairs in order; Redis ignores variadic
+        // arguments the format does not name, and copies what it keeps.
         unsafe {
             replicate(
                 self.ctx,
                 command.as_ptr(),
-                fmt.as_ptr(),
+                FORMATS[n].as_ptr(),
                 self.name,
-                bytes.as_ptr().cast::<c_char>(),
-                bytes.len(),
-                a,
-                b,
+                a.as_ptr().cast::<c_char>(),
+                a.len(),
+                b.as_ptr().cast::<c_char>(),
+                b.len(),
+                c.as_ptr().cast::<c_char>(),
+                c.len(),
+                d.as_ptr().cast::<c_char>(),
+                d.len(),
             );
         }
     }
@@ -423,17 +430,29 @@ impl Drop for Key {
     }
 }
 
-/// Formats `v` in decimal into `buf` without allocating.
+/// Formats `v` in decimal into `buf` without allocating, two digits at a
+/// time (it runs for every replicated number).
 fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
     let mut n = v.unsigned_abs();
     let mut i = buf.len();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        buf[i] = b'0' + n as u8;
     }
     if v < 0 {
         i -= 1;

@@ -9,6 +9,11 @@ pub fn f64_quotient_trunc(a: u64, b: u64) -> u64 {
     if a == 0 || b == 0 {
         return 0;
     }
+    // Both exact in f64 and dividing evenly: the quotient is exact too (the
+    // common case, such as 60 s / 30), no rounding to emulate.
+    if a < 1 << 53 && b < 1 << 53 && a.is_multiple_of(b) {
+        return a / b;
+    }
     let (ma, ea) = round_to_53_bits(a);
     let (mb, eb) = round_to_53_bits(b);
     let (la, lb) = (bit_len(ma as u128), bit_len(mb as u128));

@@ -135,6 +135,9 @@ impl Leases {
                 true
             }
             None => {
+                if self.held.capacity() == self.held.len() {
+                    self.held.reserve_exact(self.held.len().max(1));
+                }
                 self.held.push(Lease {
                     id: id.to_vec(),
                     expires_at,

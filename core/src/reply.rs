@@ -73,21 +73,26 @@ impl Verdict {
 /// refusing one with the longest wait, "never fits" counting as longer than
 /// any wait. Ties go to the first. `None` for no verdicts.
 pub fn binding(verdicts: &[Verdict]) -> Option<usize> {
+    binding_of(verdicts.iter().copied()).map(|(i, _)| i)
+}
+
+/// [`binding`] over any sequence of verdicts: the index and the verdict.
+pub fn binding_of(verdicts: impl Iterator<Item = Verdict>) -> Option<(usize, Verdict)> {
     let wait = |v: &Verdict| match v.retry_after {
         // A refusal without a wait can never fit.
         None => i128::MAX,
         Some(r) => i128::from(r),
     };
-    let mut best: Option<usize> = None;
-    for (i, v) in verdicts.iter().enumerate() {
-        let better = match best.map(|b| &verdicts[b]) {
+    let mut best: Option<(usize, Verdict)> = None;
+    for (i, v) in verdicts.enumerate() {
+        let better = match &best {
             None => true,
-            Some(b) if v.limited != b.limited => v.limited,
-            Some(b) if v.limited => wait(v) > wait(b),
-            Some(b) => v.remaining < b.remaining,
+            Some((_, b)) if v.limited != b.limited => v.limited,
+            Some((_, b)) if v.limited => wait(&v) > wait(b),
+            Some((_, b)) => v.remaining < b.remaining,
         };
         if better {
-            best = Some(i);
+            best = Some((i, v));
         }
     }
     best

@@ -242,12 +242,12 @@ pub const FW_PEEK: Docs = Docs {
 pub const SW_RECORD: Docs = Docs {
     summary: "Records a request in a sliding window at an explicit time (the effect SW.ALLOW replicates).",
     complexity: "O(1) amortised",
-    arity: -5,
+    arity: -4,
     args: &[
         arg("key", Key),
         arg("window_ns", Integer),
         arg("at_ns", Integer),
-        arg("quantity", Integer),
+        optional("quantity", Integer),
         optional("APPROX", Token),
     ],
 };

@@ -16,7 +16,7 @@ use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter;
-use crate::store::{Access, Key};
+use crate::store::{Access, Arg, Key};
 use crate::types::LEASE_TYPE;
 use cell_core::lease::{Acquire, Leases, MAX_ID};
 use cell_core::reply::Unit;
@@ -52,7 +52,10 @@ pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     };
     let id = id.map_or_else(random_id, <[u8]>::to_vec);
     hold(&mut key, &id, expires_at, now)?;
-    key.replicate_with_bytes(c"CC.HOLD", c"sbll", &id, [expires_at, now]);
+    key.replicate(
+        c"CC.HOLD",
+        &[Arg::Bytes(&id), Arg::Int(expires_at), Arg::Int(now)],
+    );
     Ok(Reply::Lease(verdict, Some(id), unit))
 }
 
@@ -65,7 +68,7 @@ pub fn release(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         return Ok(Reply::Integer(0));
     }
     drop_lease(&mut key, id, now)?;
-    key.replicate_with_bytes(c"CC.DROP", c"sbl", id, [now, 0]);
+    key.replicate(c"CC.DROP", &[Arg::Bytes(id), Arg::Int(now)]);
     Ok(Reply::Integer(1))
 }
 
@@ -80,7 +83,10 @@ pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     }
     let expires_at = now.checked_add(lease).ok_or(error::OVERFLOW)?;
     hold(&mut key, id, expires_at, now)?;
-    key.replicate_with_bytes(c"CC.HOLD", c"sbll", id, [expires_at, now]);
+    key.replicate(
+        c"CC.HOLD",
+        &[Arg::Bytes(id), Arg::Int(expires_at), Arg::Int(now)],
+    );
     Ok(Reply::Integer(1))
 }
 

@@ -2,7 +2,7 @@
 //! `SW.PEEK key limit window [APPROX] [MS]`: the exact sliding window log
 //! (or, with APPROX, the two-window counter), stored in the module's own
 //! data type; and the two commands that replay its effects:
-//! `SW.RECORD key window_ns at_ns quantity [APPROX]` (replication, AOF) and
+//! `SW.RECORD key window_ns at_ns [quantity] [APPROX]` (replication, AOF) and
 //! `SW.LOAD key payload` (AOF rewrite).
 
 use super::{single, unit};
@@ -40,18 +40,24 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     single(ctx, args, limiter, 0, unit(&options, 1), Access::Read)
 }
 
-/// `SW.RECORD key window_ns at_ns quantity [APPROX]`: records a request at
-/// an explicit time. It is what replicas and the AOF receive for every
-/// allowed `SW.ALLOW`, so they hold the master's state exactly.
+/// `SW.RECORD key window_ns at_ns [quantity] [APPROX]`: records a request
+/// at an explicit time (quantity 1 when not given). It is what replicas and
+/// the AOF receive for every allowed `SW.ALLOW`, so they hold the master's
+/// state exactly.
 pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(5, 6)?;
+    args.expect_len(4, 6)?;
     let window = args.integer(2)?;
     let at = args.integer(3)?;
-    let quantity = args.integer(4)?;
-    let approx = match args.bytes(5) {
-        None => false,
-        Some(b) if b.eq_ignore_ascii_case(b"APPROX") => true,
-        Some(_) => return Err(error::SYNTAX),
+    let is_approx = |i| {
+        args.bytes(i)
+            .is_some_and(|b| b.eq_ignore_ascii_case(b"APPROX"))
+    };
+    let (quantity, approx) = match args.len() {
+        4 => (1, false),
+        5 if is_approx(4) => (1, true),
+        5 => (args.integer(4)?, false),
+        _ if is_approx(5) => (args.integer(4)?, true),
+        _ => return Err(error::SYNTAX),
     };
     if window < 1 || at < 0 || quantity < 1 {
         return Err(error::BAD_RECORD);

@@ -14,9 +14,9 @@ use crate::args::{quantity, Args};
 use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
-use crate::limiter::{self, Decided, Limiter};
+use crate::limiter::{self, Limiter};
 use crate::store::{Access, Key};
-use cell_core::reply::{binding, Unit, Verdict};
+use cell_core::reply::{binding_of, Unit};
 use redis_module::Context;
 
 pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
@@ -28,29 +28,30 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let call = parse(args)?;
     let mut keys = Vec::with_capacity(call.limiters.len());
     for i in 0..call.limiters.len() {
-        let name = args.raw(2 + i).ok_or(CmdError::WrongArity)?;
-        keys.push(Key::open(ctx, name, Access::Write));
+        let key = Key::open(
+            ctx,
+            args.raw(2 + i).ok_or(CmdError::WrongArity)?,
+            Access::Write,
+        );
+        keys.push((key, None));
     }
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
     let now = clock::now_nanos();
-    let decided: Vec<Decided> = call
-        .limiters
-        .iter()
-        .zip(keys.iter_mut())
-        .map(|(limiter, key)| limiter.decide(key, now, call.quantity))
-        .collect::<Result<_, _>>()?;
-    let verdicts: Vec<Verdict> = decided.iter().map(|d| d.verdict).collect();
-    let b = binding(&verdicts).ok_or(error::INTERNAL)?;
-    let go_ahead = !verdicts[b].limited;
-    for (d, key) in decided.iter().zip(keys.iter_mut()) {
-        if go_ahead {
-            d.apply(key)?;
-        } else {
+    for (limiter, (key, decided)) in call.limiters.iter().zip(keys.iter_mut()) {
+        *decided = Some(limiter.decide(key, now, call.quantity)?);
+    }
+    let decided = || keys.iter().filter_map(|(_, d)| d.as_ref());
+    let (b, verdict) = binding_of(decided().map(|d| d.verdict)).ok_or(error::INTERNAL)?;
+    for (key, decided) in keys.iter_mut() {
+        let Some(d) = decided else { continue };
+        if verdict.limited {
             d.apply_repair(key)?;
+        } else {
+            d.apply(key)?;
         }
     }
-    Ok(Reply::Binding(verdicts[b], b + 1, call.unit))
+    Ok(Reply::Binding(verdict, b + 1, call.unit))
 }
 
 /// A parsed call.
@@ -73,30 +74,23 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
 
 fn parse(args: &Args) -> Result<Call, CmdError> {
     let n = numkeys(args)?;
-    let words: Vec<&[u8]> = (2..args.len())
-        .map(|i| args.bytes(i).unwrap_or_default())
-        .collect();
-    let (names, mut rest) = words.split_at(n);
-    for (i, name) in names.iter().enumerate() {
-        if names[..i].contains(name) {
+    let word = |i: usize| args.bytes(i).unwrap_or_default();
+    for i in 0..n {
+        if (0..i).any(|j| word(2 + j) == word(2 + i)) {
             return Err(error::KEY_TWICE);
         }
     }
+    let mut cursor = Cursor { args, at: 2 + n };
     let mut limiters = Vec::with_capacity(n);
     for _ in 0..n {
-        let (limiter, after) = parse_limiter(rest)?;
-        limiters.push(limiter);
-        rest = after;
+        limiters.push(parse_limiter(&mut cursor)?);
     }
     let (mut q, mut ms) = (None, false);
-    while let Some((&word, after)) = rest.split_first() {
-        rest = after;
+    while let Some(word) = cursor.next() {
         if word.eq_ignore_ascii_case(b"MS") && !ms {
             ms = true;
         } else if word.eq_ignore_ascii_case(b"QUANTITY") && q.is_none() {
-            let (&value, after) = rest.split_first().ok_or(error::SYNTAX)?;
-            q = Some(quantity(value)?);
-            rest = after;
+            q = Some(quantity(cursor.next().ok_or(error::SYNTAX)?)?);
         } else if kind(word).is_some() {
             return Err(error::LIMITER_COUNT);
         } else {
@@ -108,6 +102,34 @@ fn parse(args: &Args) -> Result<Call, CmdError> {
         quantity: q.unwrap_or(1),
         unit: if ms { Unit::Millis } else { Unit::Seconds },
     })
+}
+
+/// The words of a call, read from the front.
+struct Cursor<'c, 'a> {
+    args: &'c Args<'a>,
+    at: usize,
+}
+
+impl<'a> Cursor<'_, 'a> {
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let word = self.args.bytes(self.at)?;
+        self.at += 1;
+        Some(word)
+    }
+
+    /// The next word if it is `keyword` (taken), else nothing (left).
+    fn take(&mut self, keyword: &[u8]) -> bool {
+        let found = self
+            .args
+            .bytes(self.at)
+            .is_some_and(|w| w.eq_ignore_ascii_case(keyword));
+        self.at += usize::from(found);
+        found
+    }
+
+    fn left(&self) -> usize {
+        self.args.len().saturating_sub(self.at)
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -127,9 +149,9 @@ fn kind(word: &[u8]) -> Option<Kind> {
     .find_map(|(name, kind)| word.eq_ignore_ascii_case(name).then_some(kind))
 }
 
-/// One limiter from the front of `words`, and the words after it.
-fn parse_limiter<'w>(words: &'w [&'w [u8]]) -> Result<(Limiter, &'w [&'w [u8]]), CmdError> {
-    let (&word, rest) = words.split_first().ok_or(error::LIMITER_COUNT)?;
+/// One limiter from the cursor.
+fn parse_limiter(words: &mut Cursor) -> Result<Limiter, CmdError> {
+    let word = words.next().ok_or(error::LIMITER_COUNT)?;
     let kind = kind(word).ok_or_else(|| {
         if word.eq_ignore_ascii_case(b"QUANTITY") || word.eq_ignore_ascii_case(b"MS") {
             error::LIMITER_COUNT
@@ -138,37 +160,29 @@ fn parse_limiter<'w>(words: &'w [&'w [u8]]) -> Result<(Limiter, &'w [&'w [u8]]),
         }
     })?;
     let params = if kind == Kind::Gcra { 3 } else { 2 };
-    if rest.len() < params {
+    if words.left() < params {
         return Err(error::LIMITER_COUNT);
     }
-    let (p, mut rest) = rest.split_at(params);
-    let flag = |name: &[u8], rest: &mut &'w [&'w [u8]]| match rest.split_first() {
-        Some((w, after)) if w.eq_ignore_ascii_case(name) => {
-            *rest = after;
-            true
-        }
-        _ => false,
-    };
-    let limiter = match kind {
+    let mut p = [&[][..]; 3];
+    for slot in p.iter_mut().take(params) {
+        *slot = words.next().unwrap_or_default();
+    }
+    Ok(match kind {
         Kind::Gcra => Limiter::Gcra(limiter::gcra(p[0], p[1], p[2])?),
         Kind::Sliding => {
-            let approx = flag(b"APPROX", &mut rest);
+            let approx = words.take(b"APPROX");
             limiter::sliding(p[0], p[1], approx)?
         }
         Kind::Fixed => {
-            let tz = match rest.split_first() {
-                Some((w, after)) if limiter::is_tz(Some(w)) => {
-                    let (&offset, after) = after.split_first().ok_or(error::BAD_TZ)?;
-                    rest = after;
-                    Some(offset)
-                }
-                _ => None,
+            let tz = if words.take(b"TZ") {
+                Some(words.next().ok_or(error::BAD_TZ)?)
+            } else {
+                None
             };
-            let align = flag(b"ALIGN", &mut rest);
+            let align = words.take(b"ALIGN");
             limiter::fixed(p[0], p[1], tz, align)?
         }
-    };
-    Ok((limiter, rest))
+    })
 }
 
 fn is_keys_position_request(ctx: &Context) -> bool {

@@ -97,9 +97,13 @@ pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), 
         return Err(LogError::BadEntry);
     }
     let cutoff = at.saturating_sub(window);
-    (log.total() - log.quantity_until(cutoff))
-        .checked_add(quantity)
-        .ok_or(LogError::Overflow)?;
+    // What stays after the purge plus `quantity` must fit in 64 bits; only
+    // when the whole log plus `quantity` would not is it worth counting.
+    if log.total().checked_add(quantity).is_none() {
+        (log.total() - log.quantity_until(cutoff))
+            .checked_add(quantity)
+            .ok_or(LogError::Overflow)?;
+    }
     log.purge(cutoff);
     log.push(at, quantity)
 }
