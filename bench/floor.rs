@@ -4,7 +4,9 @@
 //! `SET key value PXAT ms`, reply five integers); `FLOOR.TWO key key` does
 //! it for two keys and replies six integers, as `CL.THROTTLEALL` with two
 //! limiters must. Every ratio "to the floor" in the benchmark divides by
-//! these.
+//! these. `FLOOR.INT key` does `FLOOR.ONE`'s work keeping the value
+//! integer-encoded, as built-in commands store integers: the module API can
+//! only do that through `RedisModule_Call` (`GET`, then `SET ... PXAT`).
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use std::os::raw::{c_char, c_int};
@@ -121,6 +123,74 @@ extern "C" fn two(
     raw::REDISMODULE_OK as c_int
 }
 
+extern "C" fn int(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    // SAFETY: as in `one`; call replies are freed once each.
+    unsafe {
+        if argc != 2 {
+            return raw::RedisModule_WrongArity.unwrap()(ctx);
+        }
+        let now = now_nanos();
+        let key = *argv.add(1);
+        let got = raw::RedisModule_Call.unwrap()(ctx, c"GET".as_ptr(), c"s".as_ptr(), key);
+        let mut len = 0usize;
+        let ptr = raw::RedisModule_CallReplyStringPtr.unwrap()(got, &mut len);
+        let old = if ptr.is_null() {
+            0
+        } else {
+            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
+                .iter()
+                .fold(0i64, |v, &d| {
+                    v.wrapping_mul(10)
+                        .wrapping_add(i64::from(d.wrapping_sub(b'0')))
+                })
+        };
+        raw::RedisModule_FreeCallReply.unwrap()(got);
+        let mut value = old.max(now) % 9_000_000_000_000_000_000 + 1_000_000_000;
+        let mut digits = [0u8; 19];
+        for d in digits.iter_mut().rev() {
+            *d = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+        let mut expire_ms = now / 1_000_000 + 60_000;
+        let mut ms = [0u8; 13];
+        for d in ms.iter_mut().rev() {
+            *d = b'0' + (expire_ms % 10) as u8;
+            expire_ms /= 10;
+        }
+        // "!": the SET is replicated as it is.
+        let set = raw::RedisModule_Call.unwrap()(
+            ctx,
+            c"SET".as_ptr(),
+            c"!sbcb".as_ptr(),
+            key,
+            digits.as_ptr() as *const c_char,
+            digits.len(),
+            c"PXAT".as_ptr(),
+            ms.as_ptr() as *const c_char,
+            ms.len(),
+        );
+        if set.is_null() {
+            return raw::RedisModule_ReplyWithError.unwrap()(
+                ctx,
+                c"ERR FLOOR.INT: SET failed".as_ptr(),
+            );
+        }
+        if raw::RedisModule_CallReplyType.unwrap()(set) == raw::REDISMODULE_REPLY_ERROR as c_int {
+            return raw::RedisModule_ReplyWithCallReply.unwrap()(ctx, set);
+        }
+        raw::RedisModule_FreeCallReply.unwrap()(set);
+        reply_integers(ctx, 5);
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+type Handler =
+    extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
+
 fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     // SAFETY: called during OnLoad; the names and flags are NUL-terminated.
     unsafe {
@@ -129,12 +199,17 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         PXAT.store(pxat, Ordering::Relaxed);
         let create = raw::RedisModule_CreateCommand.unwrap();
         let flags = c"write deny-oom fast".as_ptr();
-        if create(ctx.ctx, c"floor.one".as_ptr(), Some(one), flags, 1, 1, 1)
-            != raw::REDISMODULE_OK as c_int
-            || create(ctx.ctx, c"floor.two".as_ptr(), Some(two), flags, 1, 2, 1)
+        let commands = [
+            (c"floor.one", one as Handler, 1),
+            (c"floor.two", two, 2),
+            (c"floor.int", int, 1),
+        ];
+        for (name, handler, last) in commands {
+            if create(ctx.ctx, name.as_ptr(), Some(handler), flags, 1, last, 1)
                 != raw::REDISMODULE_OK as c_int
-        {
-            return Status::Err;
+            {
+                return Status::Err;
+            }
         }
     }
     Status::Ok

@@ -69,8 +69,12 @@ class Server:
     def __init__(self, *modules: Path):
         import redis
 
+        import tempfile
+
         self.port = free_port()
-        command = [SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
+        # Its own directory: SAVE in the huge-log test writes dump.rdb there.
+        self.dir = tempfile.TemporaryDirectory(prefix="redis-cell-bench-")
+        command = [SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
                    "--save", "", "--appendonly", "no"]
         for m in modules:
             command += ["--loadmodule", str(m)]
@@ -89,6 +93,7 @@ class Server:
     def stop(self):
         self.proc.kill()
         self.proc.wait()
+        self.dir.cleanup()
 
 
 def redis_benchmark(port: int, command: list, args, clients=None, requests=None) -> float:
@@ -130,6 +135,7 @@ def workloads(shas: dict[str, str]):
         ("INCR (loadgen)", "lg", [["INCR", f"n:{k}"]], None),
         ("floor, one key", "rb", ["FLOOR.ONE", f"f:{k}"], None),
         ("floor, two keys", "rb", ["FLOOR.TWO", f"{{f:{k}}}:a", f"{{f:{k}}}:b"], None),
+        ("floor, integer-encoded (GET and SET through RedisModule_Call)", "rb", ["FLOOR.INT", f"fi:{k}"], "one"),
         ("CL.THROTTLE", "rb", ["CL.THROTTLE", f"cl:{k}", 15, 30, 60, 1], "one"),
         ("CL.PEEK", "rb", ["CL.PEEK", f"cl:{k}", 15, 30, 60], "one"),
         ("CL.REFUND", "rb", ["CL.REFUND", f"cl:{k}", 15, 30, 60, 1], "one"),
@@ -189,7 +195,9 @@ def throughput(args):
     r.config_set("slowlog-max-len", 100_000)
     try:
         shas = load_scripts(r)
-        loads = workloads(shas)
+        loads = [w for w in workloads(shas)
+                 if not args.only or w[0] in ("INCR", "INCR (loadgen)", "floor, one key", "floor, two keys")
+                 or any(o in w[0] for o in args.only)]
         names = [w[0] for w in loads] + (["reference CL.THROTTLE"] if reference else [])
         ops = {n: [] for n in names}
         to_incr = {n: [] for n in names}
@@ -242,7 +250,7 @@ def used_memory(r) -> int:
 
 
 def memory():
-    server = Server(MODULE)
+    server = Server(MODULE, FLOOR)
     r = server.r
     try:
         shas = load_scripts(r)
@@ -253,6 +261,8 @@ def memory():
             ("SW.ALLOW, 1 request", lambda p, i: p.execute_command("SW.ALLOW", f"s:{i}", 100, 60)),
             ("SW.ALLOW APPROX", lambda p, i: p.execute_command("SW.ALLOW", f"a:{i}", 100, 60, "APPROX")),
             ("FW.INCR (string counter)", lambda p, i: p.execute_command("FW.INCR", f"f:{i}", 100, 60)),
+            ("the floor's value, raw, updated in place", lambda p, i: p.execute_command("FLOOR.ONE", f"fo:{i}")),
+            ("the floor's value, integer-encoded", lambda p, i: p.execute_command("FLOOR.INT", f"fi:{i}")),
             ("CC.ACQUIRE, 1 lease (32-character id)", lambda p, i: p.execute_command("CC.ACQUIRE", f"cc:{i}", 10, 60)),
             ("Lua GCRA (string)", lambda p, i: p.evalsha(shas["gcra"], 1, f"g:{i}", 15, 30, 60, 1)),
             ("Lua sorted set, 1 request", lambda p, i: p.evalsha(shas["sliding_zset"], 1, f"z:{i}", 100, 60)),
@@ -446,6 +456,8 @@ def main():
     ap.add_argument("--huge", type=int, default=10_000_000, help="requests in the huge-log test (0: skip)")
     ap.add_argument("--server", default="redis-server",
                     help="server binary: a path, or a name from scripts/servers (redis-8.2, valkey-9.1, ...)")
+    ap.add_argument("--only", action="append", help="run only the workloads whose name contains this (repeatable)")
+    ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-micro", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
@@ -456,7 +468,7 @@ def main():
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "redis-cell", "-p", "cell-bench"], cwd=ROOT, check=True)
     rows = throughput(args)
-    per_key, per_request, per_lease = memory()
+    per_key, per_request, per_lease = ([], [], None) if args.no_memory else memory()
     huge = huge_log(args.huge) if args.huge else []
     micro_rows = [] if args.no_micro else micro()
 
@@ -471,12 +483,13 @@ def main():
              "| workload | ops/s | ratio to INCR | ratio to the floor | worst single call (µs) |",
              "|---|---:|---:|---:|---:|"]
     lines += [f"| {n} | {o:,.0f} | {fmt(i)} | {fmt(f)} | {worst(w)} |" for n, o, i, f, w in rows]
-    lines += ["", "| state | bytes per key |", "|---|---:|"]
-    lines += [f"| {n} | {b:.0f} |" for n, b in per_key]
-    lines += ["", f"A held lease costs {per_lease:.1f} bytes (1,000 leases with 32-character ids on one key).", ""]
-    lines += ["| requests in the window | SW.ALLOW bytes per request | sorted set bytes per request |",
-              "|---:|---:|---:|"]
-    lines += [f"| {l:,} | {a:.2f} | {z:.2f} |" for l, a, z in per_request]
+    if per_key:
+        lines += ["", "| state | bytes per key |", "|---|---:|"]
+        lines += [f"| {n} | {b:.0f} |" for n, b in per_key]
+        lines += ["", f"A held lease costs {per_lease:.1f} bytes (1,000 leases with 32-character ids on one key).", ""]
+        lines += ["| requests in the window | SW.ALLOW bytes per request | sorted set bytes per request |",
+                  "|---:|---:|---:|"]
+        lines += [f"| {l:,} | {a:.2f} | {z:.2f} |" for l, a, z in per_request]
     if huge:
         lines += ["", f"A log of {args.huge:,} requests (SLOWLOG, server-side time of one call, µs):", "",
                   "| call | median | worst | note |", "|---|---:|---:|---|"]

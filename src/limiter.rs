@@ -160,10 +160,9 @@ impl Limiter {
                 })
             }
             Limiter::Exact(sw) => {
-                let (decision, verdict) = match key.value::<WindowState>(&WINDOW_TYPE)? {
-                    Some(WindowState::Approx(_)) => return Err(error::APPROX_KEY),
+                let (decision, verdict) = match window_state(key, false)? {
                     Some(WindowState::Exact { log, .. }) => sw.decide(log, now, quantity),
-                    None => sw.decide(&Log::new(), now, quantity),
+                    _ => sw.decide(&Log::new(), now, quantity),
                 };
                 Ok(match decision {
                     sliding::Decision::Allowed {
@@ -182,10 +181,9 @@ impl Limiter {
                 })
             }
             Limiter::Approx(a) => {
-                let state = match key.value::<WindowState>(&WINDOW_TYPE)? {
-                    Some(WindowState::Exact { .. }) => return Err(error::EXACT_KEY),
+                let state = match window_state(key, true)? {
                     Some(WindowState::Approx(c)) => Some(*c),
-                    None => None,
+                    _ => None,
                 };
                 let (decision, verdict) = a.decide(state, now, quantity);
                 Ok(match decision {
@@ -251,16 +249,15 @@ impl Limiter {
                     }
                 }
             }
-            Limiter::Exact(sw) => {
-                if self.state(key)?.is_some() && quantity > 0 {
-                    unrecord(key, sw.window(), now, quantity, false)?;
-                    replicate_unrecord(key, sw.window(), now, quantity, false);
-                }
-            }
-            Limiter::Approx(a) => {
-                if self.state(key)?.is_some() && quantity > 0 {
-                    unrecord(key, a.window(), now, quantity, true)?;
-                    replicate_unrecord(key, a.window(), now, quantity, true);
+            Limiter::Exact(_) | Limiter::Approx(_) => {
+                let (window, approx) = match self {
+                    Limiter::Approx(a) => (a.window(), true),
+                    Limiter::Exact(sw) => (sw.window(), false),
+                    _ => return Err(error::INTERNAL),
+                };
+                if window_state(key, approx)?.is_some() && quantity > 0 {
+                    unrecord(key, window, now, quantity, approx)?;
+                    replicate_window_effect(key, c"SW.UNRECORD", window, now, quantity, approx);
                 }
             }
             Limiter::Fixed(fw) => {
@@ -284,15 +281,30 @@ impl Limiter {
         }
         Ok(self.decide(key, now, 0)?.verdict)
     }
+}
 
-    /// The sliding window state of `key` checked against this limiter's
-    /// mode (exact or APPROX).
-    fn state<'k>(&self, key: &'k mut Key) -> Result<Option<&'k mut WindowState>, CmdError> {
-        match (key.value::<WindowState>(&WINDOW_TYPE)?, self) {
-            (Some(WindowState::Approx(_)), Limiter::Exact(_)) => Err(error::APPROX_KEY),
-            (Some(WindowState::Exact { .. }), Limiter::Approx(_)) => Err(error::EXACT_KEY),
-            (state, _) => Ok(state),
-        }
+/// The sliding window state of `key`, checked against the mode asked for
+/// (exact or APPROX: a key of one is an error for the other).
+fn window_state(key: &mut Key, approx: bool) -> Result<Option<&mut WindowState>, CmdError> {
+    match key.value::<WindowState>(&WINDOW_TYPE)? {
+        Some(WindowState::Approx(_)) if !approx => Err(error::APPROX_KEY),
+        Some(WindowState::Exact { .. }) if approx => Err(error::EXACT_KEY),
+        state => Ok(state),
+    }
+}
+
+/// After a sliding window was changed: fires `event` and sets the key's
+/// expiry (when its newest request leaves the window).
+fn window_written(
+    key: &mut Key,
+    event: &'static CStr,
+    expire_at_ms: Option<i64>,
+) -> Result<(), CmdError> {
+    key.changed();
+    key.notify(raw::NotifyEvent::MODULE, event);
+    match expire_at_ms {
+        Some(ms) => key.set_abs_expire(ms),
+        None => Ok(()),
     }
 }
 
@@ -332,7 +344,7 @@ pub fn apply(key: &mut Key, write: Write) -> Result<(), CmdError> {
             approx,
         } => {
             record(key, window, at, quantity, approx)?;
-            replicate_record(key, window, at, quantity, approx);
+            replicate_window_effect(key, c"SW.RECORD", window, at, quantity, approx);
             Ok(())
         }
     }
@@ -350,9 +362,7 @@ pub fn record(
     approx: bool,
 ) -> Result<(), CmdError> {
     let bad = |_| error::BAD_RECORD;
-    let expire = match key.value::<WindowState>(&WINDOW_TYPE)? {
-        Some(WindowState::Approx(_)) if !approx => return Err(error::APPROX_KEY),
-        Some(WindowState::Exact { .. }) if approx => return Err(error::EXACT_KEY),
+    let expire = match window_state(key, approx)? {
         Some(state) => {
             match state {
                 WindowState::Exact { log, window: w } => {
@@ -381,12 +391,7 @@ pub fn record(
             expire
         }
     };
-    key.changed();
-    key.notify(raw::NotifyEvent::MODULE, c"sw.allow");
-    if let Some(ms) = expire {
-        key.set_abs_expire(ms)?;
-    }
-    Ok(())
+    window_written(key, c"sw.allow", expire)
 }
 
 /// Gives back `quantity` at `at` in a sliding window: the one path shared
@@ -401,52 +406,26 @@ pub fn unrecord(
     quantity: i64,
     approx: bool,
 ) -> Result<(), CmdError> {
-    let bad = |_| error::BAD_RECORD;
-    let empty = match key.value::<WindowState>(&WINDOW_TYPE)? {
-        None => return Ok(()),
-        Some(WindowState::Approx(_)) if !approx => return Err(error::APPROX_KEY),
-        Some(WindowState::Exact { .. }) if approx => return Err(error::EXACT_KEY),
-        Some(WindowState::Exact { log, window: w }) => {
-            sliding::unrecord(log, window, at, quantity).map_err(bad)?;
-            *w = Some(window);
-            log.is_empty()
-        }
-        Some(WindowState::Approx(c)) => {
-            *c = sliding_approx::unrecord(Some(*c), window, at, quantity);
-            c.previous == 0 && c.current == 0
-        }
+    let Some(state) = window_state(key, approx)? else {
+        return Ok(());
     };
-    if empty {
-        return key.delete(false);
+    match state {
+        WindowState::Exact { log, window: w } => {
+            sliding::unrecord(log, window, at, quantity).map_err(|_| error::BAD_RECORD)?;
+            *w = Some(window);
+        }
+        WindowState::Approx(c) => *c = sliding_approx::unrecord(Some(*c), window, at, quantity),
     }
-    key.changed();
-    key.notify(raw::NotifyEvent::MODULE, c"sw.refund");
-    let expire = key
-        .value::<WindowState>(&WINDOW_TYPE)?
-        .and_then(|s| s.expire_at_ms());
-    if let Some(ms) = expire {
-        key.set_abs_expire(ms)?;
-    }
-    Ok(())
-}
-
-/// `SW.UNRECORD key window_ns at_ns quantity [APPROX]`.
-fn replicate_unrecord(key: &Key, window: i64, at: i64, quantity: i64, approx: bool) {
-    replicate_window_effect(key, c"SW.UNRECORD", window, at, quantity, approx);
-}
-
-/// `SW.RECORD key window_ns at_ns [quantity] [APPROX]`, the quantity left
-/// out when it is 1 (one argument object fewer for every replica and the
-/// AOF to handle).
-fn replicate_record(key: &Key, window: i64, at: i64, quantity: i64, approx: bool) {
-    if quantity == 1 {
-        let args = [Arg::Int(window), Arg::Int(at), Arg::Word(c"APPROX")];
-        key.replicate(c"SW.RECORD", &args[..if approx { 3 } else { 2 }]);
-    } else {
-        replicate_window_effect(key, c"SW.RECORD", window, at, quantity, approx);
+    // An empty window has no expiry: the key goes.
+    match state.expire_at_ms() {
+        None => key.delete(false),
+        expire => window_written(key, c"sw.refund", expire),
     }
 }
 
+/// `SW.RECORD` or `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`,
+/// the quantity left out when it is 1 (one argument object fewer for every
+/// replica and the AOF to handle).
 fn replicate_window_effect(
     key: &Key,
     command: &CStr,
@@ -455,11 +434,19 @@ fn replicate_window_effect(
     quantity: i64,
     approx: bool,
 ) {
-    let args = [
+    let mut args = [
         Arg::Int(window),
         Arg::Int(at),
         Arg::Int(quantity),
-        Arg::Word(c"APPROX"),
+        Arg::Word(c""),
     ];
-    key.replicate(command, &args[..if approx { 4 } else { 3 }]);
+    let mut n = 2;
+    if quantity != 1 {
+        n += 1;
+    }
+    if approx {
+        args[n] = Arg::Word(c"APPROX");
+        n += 1;
+    }
+    key.replicate(command, &args[..n]);
 }

@@ -332,6 +332,35 @@ impl Key {
         self.value(ty)?.ok_or(error::INTERNAL)
     }
 
+    /// Replaces the value of this (empty or same-type) key with `value` of
+    /// type `ty`, expiring at `expire_at_ms`, and fires `event`; without an
+    /// expiry (an empty value) the key is deleted instead, replicated as
+    /// `DEL`. What `SW.LOAD` and `CC.LOAD` do. Returns whether the key was
+    /// kept.
+    pub fn load<T>(
+        &mut self,
+        ty: &RedisType,
+        value: T,
+        expire_at_ms: Option<i64>,
+        event: &'static CStr,
+    ) -> Result<bool, CmdError> {
+        let existing = self.value::<T>(ty)?;
+        let Some(expire_at_ms) = expire_at_ms else {
+            self.delete(true)?;
+            return Ok(false);
+        };
+        match existing {
+            Some(slot) => *slot = value,
+            None => {
+                self.set_value(ty, value)?;
+            }
+        }
+        self.changed();
+        self.notify(raw::NotifyEvent::MODULE, event);
+        self.set_abs_expire(expire_at_ms)?;
+        Ok(true)
+    }
+
     /// Records that the caller changed the value in place (through
     /// [`Key::value`]).
     pub fn changed(&mut self) {

@@ -204,24 +204,6 @@ fn a_damaged_rdb_file_is_refused_at_start_up() {
     }
 }
 
-fn replica_with(master: &Server, config: Vec<(String, String)>) -> Server {
-    let replica = Server::with(Options {
-        config,
-        ..Options::default()
-    });
-    cmd(
-        &mut replica.conn(),
-        &format!("REPLICAOF 127.0.0.1 {}", master.port),
-    )
-    .unwrap();
-    let r = &mut replica.conn();
-    eventually("replica link up", || {
-        let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
-        info.contains("master_link_status:up")
-    });
-    replica
-}
-
 #[test]
 fn replicas_load_diskless_with_the_module_types() {
     let master = Server::with(Options {
@@ -239,7 +221,7 @@ fn replicas_load_diskless_with_the_module_types() {
     // swapdb loads into a second dataset while serving the old one, which
     // needs the module to declare async-load awareness (Redis 7.0 on).
     for mode in ["on-empty-db", "swapdb"] {
-        let replica = replica_with(&master, vec![("repl-diskless-load".into(), mode.into())]);
+        let replica = replica_of(&master, vec![("repl-diskless-load".into(), mode.into())]);
         let log = replica.log();
         assert!(
             !log.contains("Skipping diskless-load"),
@@ -442,7 +424,7 @@ fn encoding(c: &mut redis::Connection, key: &str) -> String {
 #[test]
 fn peeks_leave_the_stored_value_as_it_is() {
     let master = Server::start();
-    let replica = replica_with(&master, vec![]);
+    let replica = replica_of(&master, vec![]);
     let m = &mut master.conn();
     five(m, "CL.THROTTLE tat 5 1 60 3");
     cmd(m, "SET counter 3 PX 60000").unwrap();
@@ -470,7 +452,7 @@ fn peeks_leave_the_stored_value_as_it_is() {
 #[test]
 fn peeks_work_where_writes_are_refused() {
     let master = Server::start();
-    let replica = replica_with(&master, vec![]);
+    let replica = replica_of(&master, vec![]);
     let m = &mut master.conn();
     five(m, "SW.ALLOW sw 5 60 2");
     five(m, "SW.ALLOW swa 5 60 2 APPROX");

@@ -361,32 +361,12 @@ fn crafted_lease_payloads_are_refused() {
 #[test]
 fn writes_fire_events() {
     let s = Server::start();
-    let c = &mut s.conn();
-    cmd(c, "CONFIG SET notify-keyspace-events KEA").unwrap();
-    let mut sub = s.conn();
-    let mut pubsub = sub.as_pubsub();
-    pubsub.psubscribe("__keyevent@0__:*").unwrap();
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
-    acquire(c, "CC.ACQUIRE ev 1 10 ID a");
-    acquire(c, "CC.ACQUIRE ev 1 10 ID b"); // refused: nothing
-    int(c, "CC.RENEW ev a 20");
-    int(c, "CC.RELEASE ev a");
-    cmd(c, "SET end 1").unwrap();
-    let mut events = Vec::new();
-    loop {
-        let msg = pubsub.get_message().unwrap();
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_string();
-        let key: String = msg.get_payload().unwrap();
-        if key == "end" {
-            break;
-        }
-        events.push(format!("{event} {key}"));
-    }
+    let events = keyspace_events(&s, |c| {
+        acquire(c, "CC.ACQUIRE ev 1 10 ID a");
+        acquire(c, "CC.ACQUIRE ev 1 10 ID b"); // refused: nothing
+        int(c, "CC.RENEW ev a 20");
+        int(c, "CC.RELEASE ev a");
+    });
     assert_eq!(
         events,
         [

@@ -50,11 +50,39 @@ fn info_counts_calls_allowed_limited_and_errors() {
     }
 }
 
+/// The string after `field` in a COMMAND DOCS reply (a map in RESP3, a
+/// flat list of names and values in RESP2).
+fn doc_field(v: &Value, field: &str) -> Option<String> {
+    let text = |v: &Value| match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).to_string()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    match v {
+        Value::Array(items) => items
+            .windows(2)
+            .find_map(|w| {
+                (text(&w[0]).as_deref() == Some(field))
+                    .then(|| text(&w[1]))
+                    .flatten()
+            })
+            .or_else(|| items.iter().find_map(|i| doc_field(i, field))),
+        Value::Map(pairs) => pairs.iter().find_map(|(k, v)| {
+            if text(k).as_deref() == Some(field) {
+                text(v)
+            } else {
+                doc_field(v, field)
+            }
+        }),
+        _ => None,
+    }
+}
+
 #[test]
 fn command_docs_for_every_command() {
     let s = Server::start();
     let c = &mut s.conn();
-    for name in [
+    let names = [
         "cl.throttle",
         "cl.peek",
         "cl.throttleall",
@@ -76,16 +104,40 @@ fn command_docs_for_every_command() {
         "cc.hold",
         "cc.drop",
         "cc.load",
-    ] {
+    ];
+    if server_version().has_7_0() {
+        // Every command the module registers is in the list above.
+        let mut registered: Vec<String> = redis::cmd("COMMAND")
+            .arg(&["LIST", "FILTERBY", "MODULE", "redis-cell"])
+            .query(c)
+            .unwrap();
+        registered.sort();
+        let mut listed: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        listed.sort();
+        assert_eq!(registered, listed);
+    }
+    for name in names {
+        let page = format!("{}/docs/commands/{name}.md", env!("CARGO_MANIFEST_DIR"));
+        assert!(std::path::Path::new(&page).is_file(), "no page {page}");
         if !server_version().has_7_0() {
             // Before 7.0 there is no COMMAND DOCS; COMMAND INFO knows the command.
             let info = cmd(c, &format!("COMMAND INFO {name}")).unwrap();
             assert!(format!("{info:?}").contains(name), "{name}: {info:?}");
             continue;
         }
-        let docs = format!("{:?}", cmd(c, &format!("COMMAND DOCS {name}")).unwrap());
+        let reply = cmd(c, &format!("COMMAND DOCS {name}")).unwrap();
+        let docs = format!("{reply:?}");
         for part in ["summary", "since", "arguments", "key"] {
             assert!(docs.contains(part), "{name}: {part} missing in {docs}");
+        }
+        // The command's page says the same as COMMAND DOCS.
+        let page = std::fs::read_to_string(&page).unwrap();
+        for field in ["summary", "complexity"] {
+            let text = doc_field(&reply, field).unwrap_or_else(|| panic!("{name}: no {field}"));
+            assert!(
+                page.contains(&text),
+                "{name}.md does not say its {field}: {text}"
+            );
         }
     }
 }
@@ -213,33 +265,13 @@ fn inside_multi_eval_and_functions() {
 #[test]
 fn writes_fire_keyspace_events() {
     let s = Server::start();
-    let c = &mut s.conn();
-    cmd(c, "CONFIG SET notify-keyspace-events KEA").unwrap();
-    let mut sub = s.conn();
-    let mut pubsub = sub.as_pubsub();
-    pubsub.psubscribe("__keyevent@0__:*").unwrap();
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
-    five(c, "CL.THROTTLE ev:cl 1 1 10");
-    five(c, "SW.ALLOW ev:sw 1 10");
-    five(c, "FW.INCR ev:fw 2 10");
-    five(c, "FW.INCR ev:fw 2 10");
-    five(c, "FW.INCR ev:fw 2 10"); // refused: no event
-    cmd(c, "SET ev:end 1").unwrap();
-    let mut events = Vec::new();
-    loop {
-        let msg = pubsub.get_message().unwrap();
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_string();
-        let key: String = msg.get_payload().unwrap();
-        if key == "ev:end" {
-            break;
-        }
-        events.push(format!("{event} {key}"));
-    }
+    let events = keyspace_events(&s, |c| {
+        five(c, "CL.THROTTLE ev:cl 1 1 10");
+        five(c, "SW.ALLOW ev:sw 1 10");
+        five(c, "FW.INCR ev:fw 2 10");
+        five(c, "FW.INCR ev:fw 2 10");
+        five(c, "FW.INCR ev:fw 2 10"); // refused: no event
+    });
     assert_eq!(
         events,
         [

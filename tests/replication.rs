@@ -5,21 +5,6 @@
 mod support;
 use support::*;
 
-fn replica_of(master: &Server) -> Server {
-    let replica = Server::start();
-    cmd(
-        &mut replica.conn(),
-        &format!("REPLICAOF 127.0.0.1 {}", master.port),
-    )
-    .unwrap();
-    let r = &mut replica.conn();
-    eventually("replica link up", || {
-        let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
-        info.contains("master_link_status:up")
-    });
-    replica
-}
-
 /// Blocks until the replica has applied everything the master sent.
 pub fn sync(master: &mut redis::Connection) {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(master).unwrap();
@@ -36,7 +21,7 @@ fn command_calls(c: &mut redis::Connection, name: &str) -> i64 {
 #[test]
 fn replica_holds_the_masters_state_whatever_its_clock() {
     let master = Server::start();
-    let replica = replica_of(&master);
+    let replica = replica_of(&master, vec![]);
     let m = &mut master.conn();
     let r = &mut replica.conn();
 
@@ -98,7 +83,7 @@ fn replica_holds_the_masters_state_whatever_its_clock() {
 #[test]
 fn peek_works_on_a_read_only_replica() {
     let master = Server::start();
-    let replica = replica_of(&master);
+    let replica = replica_of(&master, vec![]);
     let m = &mut master.conn();
     five(m, "CL.THROTTLE ro 4 1 10 2");
     sync(m);
@@ -111,7 +96,7 @@ fn peek_works_on_a_read_only_replica() {
 #[test]
 fn effects_from_multi_eval_and_functions_replicate() {
     let master = Server::start();
-    let replica = replica_of(&master);
+    let replica = replica_of(&master, vec![]);
     let m = &mut master.conn();
     let body = "return redis.call('SW.ALLOW', KEYS[1], ARGV[1], ARGV[2])";
     // Functions came with Redis 7.0; before it the same body runs as EVAL.

@@ -264,13 +264,8 @@ fn replicas_and_the_aof_hold_the_masters_state() {
         dir: Some(dir.clone()),
         ..Options::default()
     });
-    let replica = Server::start();
+    let replica = replica_of(&master, vec![]);
     let r = &mut replica.conn();
-    cmd(r, &format!("REPLICAOF 127.0.0.1 {}", master.port)).unwrap();
-    eventually("replica link up", || {
-        let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
-        info.contains("master_link_status:up")
-    });
     let m = &mut master.conn();
     let mut x = 0x1234_5678_9ABC_DEF1u64;
     let mut next = |n: u64| {

@@ -315,30 +315,10 @@ fn keys_are_declared_for_getkeys_and_acls() {
 #[test]
 fn writes_fire_the_single_commands_events() {
     let s = Server::start();
-    let c = &mut s.conn();
-    cmd(c, "CONFIG SET notify-keyspace-events KEA").unwrap();
-    let mut sub = s.conn();
-    let mut pubsub = sub.as_pubsub();
-    pubsub.psubscribe("__keyevent@0__:*").unwrap();
-    pubsub
-        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .unwrap();
-    six(c, "CL.THROTTLEALL 3 g s f GCRA 1 1 10 SW 1 10 FW 2 10");
-    six(c, "CL.THROTTLEALL 3 g s f GCRA 1 1 10 SW 1 10 FW 2 10"); // refused
-    cmd(c, "SET end 1").unwrap();
-    let mut events = Vec::new();
-    loop {
-        let msg = pubsub.get_message().unwrap();
-        let event = msg
-            .get_channel_name()
-            .trim_start_matches("__keyevent@0__:")
-            .to_string();
-        let key: String = msg.get_payload().unwrap();
-        if key == "end" {
-            break;
-        }
-        events.push(format!("{event} {key}"));
-    }
+    let events = keyspace_events(&s, |c| {
+        six(c, "CL.THROTTLEALL 3 g s f GCRA 1 1 10 SW 1 10 FW 2 10");
+        six(c, "CL.THROTTLEALL 3 g s f GCRA 1 1 10 SW 1 10 FW 2 10"); // refused
+    });
     assert_eq!(
         events,
         [
@@ -443,13 +423,8 @@ fn replicas_and_the_aof_get_the_effects_as_one_transaction() {
         ],
         ..Options::default()
     });
-    let replica = Server::start();
+    let replica = replica_of(&master, vec![]);
     let r = &mut replica.conn();
-    cmd(r, &format!("REPLICAOF 127.0.0.1 {}", master.port)).unwrap();
-    eventually("replica link up", || {
-        let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
-        info.contains("master_link_status:up")
-    });
     // The replica's clock is far off: it must not matter.
     replica.set_time(T0 + 3_600 * SEC);
     let m = &mut master.conn();

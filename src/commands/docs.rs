@@ -100,7 +100,7 @@ pub const CL_PEEK: Docs = Docs {
 };
 
 pub const CL_THROTTLEALL: Docs = Docs {
-    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
+    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window|unit [TZ offset] [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
     complexity: "O(N) in the limiters, each as its own command",
     arity: -6,
     args: &[
@@ -143,7 +143,7 @@ pub const CL_REFUND: Docs = Docs {
 
 pub const SW_REFUND: Docs = Docs {
     summary: "Gives back up to `quantity` to a sliding window (newest requests first; with APPROX, the current window's count, then the previous one's), and answers what SW.PEEK answers afterwards.",
-    complexity: "O(1) amortised; O(C) per 16 KiB chunk of the log given back",
+    complexity: "O(1) amortised; O(C) per 12 KiB chunk of the log given back",
     arity: -5,
     args: &[
         arg("key", Key),
@@ -173,19 +173,19 @@ pub const FW_REFUND: Docs = Docs {
 pub const SW_UNRECORD: Docs = Docs {
     summary: "Gives back `quantity` in a sliding window at an explicit time (the effect SW.REFUND replicates).",
     complexity: "O(1) amortised",
-    arity: -5,
+    arity: -4,
     args: &[
         arg("key", Key),
         arg("window_ns", Integer),
         arg("at_ns", Integer),
-        arg("quantity", Integer),
+        optional("quantity", Integer),
         optional("APPROX", Token),
     ],
 };
 
 pub const SW_ALLOW: Docs = Docs {
     summary: "Exact sliding window limit (or, with APPROX, the sliding window counter): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
-    complexity: "O(1) amortised; O(C) at worst, C the entries of one 16 KiB chunk of the log",
+    complexity: "O(1) amortised; O(C) at worst, C the entries of one 12 KiB chunk of the log",
     arity: -4,
     args: &[
         arg("key", Key),
@@ -199,7 +199,7 @@ pub const SW_ALLOW: Docs = Docs {
 
 pub const SW_PEEK: Docs = Docs {
     summary: "Answers what SW.ALLOW would with quantity 0, without writing.",
-    complexity: "O(1) amortised; O(C) at worst, C the entries of one 16 KiB chunk of the log",
+    complexity: "O(1) amortised; O(C) at worst, C the entries of one 12 KiB chunk of the log",
     arity: -4,
     args: &[
         arg("key", Key),

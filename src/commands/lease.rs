@@ -142,20 +142,10 @@ pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(3, 3)?;
     let leases = Leases::decode(args.bytes(2).unwrap_or_default()).ok_or(error::BAD_LEASES)?;
     let mut key = open(ctx, args, Access::Write)?;
-    let existing = key.value::<Leases>(&LEASE_TYPE)?;
-    if leases.is_empty() {
-        return key.delete(true).map(|_| Reply::Ok);
+    let expire_at_ms = leases.last_expiry().map(ceil_ms);
+    if key.load(&LEASE_TYPE, leases, expire_at_ms, c"cc.load")? {
+        ctx.replicate_verbatim();
     }
-    match existing {
-        Some(slot) => *slot = leases,
-        None => {
-            key.set_value(&LEASE_TYPE, leases)?;
-        }
-    }
-    key.changed();
-    key.notify(raw::NotifyEvent::MODULE, c"cc.load");
-    expire(&mut key)?;
-    ctx.replicate_verbatim();
     Ok(Reply::Ok)
 }
 
@@ -242,7 +232,11 @@ fn expire(key: &mut Key) -> Result<(), CmdError> {
         .value::<Leases>(&LEASE_TYPE)?
         .and_then(|l| l.last_expiry());
     match last {
-        Some(ns) => key.set_abs_expire(ns / NANOS_PER_MILLI + i64::from(ns % NANOS_PER_MILLI > 0)),
+        Some(ns) => key.set_abs_expire(ceil_ms(ns)),
         None => Ok(()),
     }
+}
+
+fn ceil_ms(ns: i64) -> i64 {
+    ns / NANOS_PER_MILLI + i64::from(ns % NANOS_PER_MILLI > 0)
 }

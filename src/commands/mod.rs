@@ -101,7 +101,7 @@ entry!(cl_reserve, reserve::reserve, CL_RESERVE);
 entry!(cl_refund, refund::cl, CL_REFUND);
 entry!(sw_refund, refund::sw, SW_REFUND);
 entry!(fw_refund, refund::fw, FW_REFUND);
-entry!(sw_unrecord, refund::unrecord, SW_UNRECORD);
+entry!(sw_unrecord, sliding::unrecord, SW_UNRECORD);
 entry!(sw_allow, sliding::allow, SW_ALLOW);
 entry!(sw_peek, sliding::peek, SW_PEEK);
 entry!(sw_record, sliding::record, SW_RECORD);

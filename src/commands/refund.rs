@@ -8,12 +8,12 @@
 //! answers what the limiter's peek answers afterwards. A refund that empties
 //! a limiter deletes its key; an absent key is already full. Replicas and
 //! the AOF receive the new state (`SET ... PXAT`, `DEL`) or, for a window
-//! log, `SW.UNRECORD key window_ns at_ns quantity [APPROX]`.
+//! log, `SW.UNRECORD` (in `sliding.rs`).
 
 use super::unit;
 use crate::args::{quantity, Args};
 use crate::clock;
-use crate::error::{self, CmdError};
+use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::limiter::{self, Limiter};
 use crate::store::{Access, Key};
@@ -56,26 +56,4 @@ fn refund(
     let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
     let verdict = limiter.refund(&mut key, clock::now_nanos(), q)?;
     Ok(Reply::Verdict(verdict, unit))
-}
-
-/// `SW.UNRECORD key window_ns at_ns quantity [APPROX]`: gives back
-/// `quantity` at an explicit time. It is what replicas and the AOF receive
-/// for every `SW.REFUND`, so they hold the master's state exactly.
-pub fn unrecord(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(5, 6)?;
-    let window = args.integer(2)?;
-    let at = args.integer(3)?;
-    let quantity = args.integer(4)?;
-    let approx = match args.bytes(5) {
-        None => false,
-        Some(b) if b.eq_ignore_ascii_case(b"APPROX") => true,
-        Some(_) => return Err(error::SYNTAX),
-    };
-    if window < 1 || at < 0 || quantity < 1 {
-        return Err(error::BAD_UNRECORD);
-    }
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
-    limiter::unrecord(&mut key, window, at, quantity, approx)?;
-    ctx.replicate_verbatim();
-    Ok(Reply::Ok)
 }

@@ -2,8 +2,8 @@
 //! `SW.PEEK key limit window [APPROX] [MS]`: the exact sliding window log
 //! (or, with APPROX, the two-window counter), stored in the module's own
 //! data type; and the two commands that replay its effects:
-//! `SW.RECORD key window_ns at_ns [quantity] [APPROX]` (replication, AOF) and
-//! `SW.LOAD key payload` (AOF rewrite).
+//! `SW.RECORD` and `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`
+//! (replication, AOF) and `SW.LOAD key payload` (AOF rewrite).
 
 use super::{single, unit};
 use crate::args::Args;
@@ -13,7 +13,7 @@ use crate::limiter;
 use crate::store::{Access, Key};
 use crate::types::WINDOW_TYPE;
 use cell_core::window_state::WindowState;
-use redis_module::{raw, Context};
+use redis_module::Context;
 
 const FLAGS: &[&str] = &["APPROX", "MS"];
 
@@ -45,6 +45,27 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// the AOF receive for every allowed `SW.ALLOW`, so they hold the master's
 /// state exactly.
 pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    let (window, at, quantity, approx) = effect(args, error::BAD_RECORD)?;
+    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    limiter::record(&mut key, window, at, quantity, approx)?;
+    ctx.replicate_verbatim();
+    Ok(Reply::Ok)
+}
+
+/// `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`: gives back
+/// `quantity` at an explicit time. It is what replicas and the AOF receive
+/// for every `SW.REFUND`, so they hold the master's state exactly.
+pub fn unrecord(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    let (window, at, quantity, approx) = effect(args, error::BAD_UNRECORD)?;
+    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    limiter::unrecord(&mut key, window, at, quantity, approx)?;
+    ctx.replicate_verbatim();
+    Ok(Reply::Ok)
+}
+
+/// The arguments of a window effect, `window_ns at_ns [quantity] [APPROX]`,
+/// checked (`invalid` when out of range).
+fn effect(args: &Args, invalid: CmdError) -> Result<(i64, i64, i64, bool), CmdError> {
     args.expect_len(4, 6)?;
     let window = args.integer(2)?;
     let at = args.integer(3)?;
@@ -60,12 +81,9 @@ pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         _ => return Err(error::SYNTAX),
     };
     if window < 1 || at < 0 || quantity < 1 {
-        return Err(error::BAD_RECORD);
+        return Err(invalid);
     }
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
-    limiter::record(&mut key, window, at, quantity, approx)?;
-    ctx.replicate_verbatim();
-    Ok(Reply::Ok)
+    Ok((window, at, quantity, approx))
 }
 
 /// `SW.LOAD key payload`: replaces the key's sliding window with a
@@ -80,22 +98,9 @@ pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         return Err(error::PAYLOAD_WITHOUT_WINDOW);
     }
     let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
-    let existing = key.value::<WindowState>(&WINDOW_TYPE)?;
-    match state.expire_at_ms() {
-        // Replicated as `DEL`.
-        None => return key.delete(true).map(|_| Reply::Ok),
-        Some(expire_at_ms) => {
-            match existing {
-                Some(slot) => *slot = state,
-                None => {
-                    key.set_value(&WINDOW_TYPE, state)?;
-                }
-            }
-            key.changed();
-            key.notify(raw::NotifyEvent::MODULE, c"sw.load");
-            key.set_abs_expire(expire_at_ms)?;
-        }
+    let expire_at_ms = state.expire_at_ms();
+    if key.load(&WINDOW_TYPE, state, expire_at_ms, c"sw.load")? {
+        ctx.replicate_verbatim();
     }
-    ctx.replicate_verbatim();
     Ok(Reply::Ok)
 }

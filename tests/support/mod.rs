@@ -641,3 +641,47 @@ pub fn as_server_says(line: &str, want: &str) -> String {
     }
     want.replace(&format!("'{}'", sent.to_lowercase()), &format!("'{sent}'"))
 }
+
+/// A server made a replica of `master` (with extra configuration), once
+/// its link is up.
+pub fn replica_of(master: &Server, config: Vec<(String, String)>) -> Server {
+    let replica = Server::with(Options {
+        config,
+        ..Options::default()
+    });
+    let r = &mut replica.conn();
+    cmd(r, &format!("REPLICAOF 127.0.0.1 {}", master.port)).unwrap();
+    eventually("replica link up", || {
+        let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
+        info.contains("master_link_status:up")
+    });
+    replica
+}
+
+/// The keyspace events (`event key`) that `run` fires on `s`, in order.
+pub fn keyspace_events(s: &Server, run: impl FnOnce(&mut redis::Connection)) -> Vec<String> {
+    let c = &mut s.conn();
+    cmd(c, "CONFIG SET notify-keyspace-events KEA").unwrap();
+    let mut sub = s.conn();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.psubscribe("__keyevent@0__:*").unwrap();
+    pubsub
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    run(c);
+    // A last event marks the end.
+    cmd(c, "SET events:end 1").unwrap();
+    let mut events = Vec::new();
+    loop {
+        let msg = pubsub.get_message().unwrap();
+        let event = msg
+            .get_channel_name()
+            .trim_start_matches("__keyevent@0__:")
+            .to_string();
+        let key: String = msg.get_payload().unwrap();
+        if key == "events:end" {
+            return events;
+        }
+        events.push(format!("{event} {key}"));
+    }
+}
