@@ -424,6 +424,8 @@ def machine() -> str:
 
 
 def chart(rows, path: Path):
+    """Bars of each workload's ratio to INCR, and to its floor where it has
+    one."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -431,20 +433,43 @@ def chart(rows, path: Path):
     except ImportError:
         print("matplotlib not installed: no chart (pip install matplotlib)", file=sys.stderr)
         return
-    rows = [r for r in rows if r[2] is not None and not r[0].startswith("INCR (")]
-    names = [r[0] for r in rows][::-1]
-    values = [r[2] for r in rows][::-1]
-    colors = ["#c44e52" if n.startswith(("CL.", "SW.", "FW.", "CC.")) else
-              "#8c8c8c" if n.startswith(("Lua", "MULTI", "reference")) else "#4c72b0" for n in names]
-    fig, ax = plt.subplots(figsize=(9, 8))
-    ax.barh(names, values, color=colors)
-    ax.set_xlabel("throughput as a ratio to INCR (redis-benchmark -c 50 -P 16, median of rounds)")
-    ax.set_title("redis-cell commands vs INCR, the module API's floor and Lua-script limiters")
-    ax.set_xlim(0, max(values) * 1.15)
-    for i, v in enumerate(values):
-        ax.text(v, i, f" {v:.2f}", va="center", fontsize=8)
+    rows = [r for r in rows if r[2] is not None and not r[0].startswith("INCR (")][::-1]
+    names = [r[0] for r in rows]
+    fig, ax = plt.subplots(figsize=(10, 9))
+    height = 0.4
+    ys = range(len(rows))
+    ax.barh([y + height / 2 for y in ys], [r[2] for r in rows], height, color="#4c72b0", label="ratio to INCR")
+    floors = [(y, r[3]) for y, r in zip(ys, rows) if r[3] is not None]
+    ax.barh([y - height / 2 for y, _ in floors], [f for _, f in floors], height, color="#c44e52",
+            label="ratio to the module API's floor")
+    for y, r in zip(ys, rows):
+        ax.text(r[2], y + height / 2, f" {r[2]:.2f}", va="center", fontsize=7)
+        if r[3] is not None:
+            ax.text(r[3], y - height / 2, f" {r[3]:.2f}", va="center", fontsize=7)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.set_xlabel("throughput ratio (redis-benchmark -c 50 -P 16, median of rounds)")
+    ax.set_title("redis-cell against INCR, the module API's floor and Lua scripts")
+    ax.legend(loc="lower right")
+    ax.set_xlim(0, max(max(r[2] for r in rows), max((f for _, f in floors), default=0)) * 1.15)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+
+
+def rows_from(results: Path):
+    """The throughput rows of a results.md written by this script."""
+    rows, inside = [], False
+    for line in results.read_text().splitlines():
+        if line.startswith("| workload |"):
+            inside = True
+            continue
+        if inside and not line.startswith("|"):
+            break
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if inside and len(cells) == 5 and cells[1].replace(",", "").isdigit():
+            number = lambda c: None if c in ("—", "") else float(c)
+            rows.append((cells[0], float(cells[1].replace(",", "")), number(cells[2]), number(cells[3]), 0))
+    return rows
 
 
 def main():
@@ -461,7 +486,11 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--no-micro", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
+    ap.add_argument("--replot", type=Path, help="only redraw the chart from this results.md")
     args = ap.parse_args()
+    if args.replot:
+        chart(rows_from(args.replot), args.out / "ops.png")
+        return
     global SERVER
     SERVER = resolve_server(args.server)
 
