@@ -7,12 +7,45 @@
 //! these. `FLOOR.INT key` does `FLOOR.ONE`'s work keeping the value
 //! integer-encoded, as built-in commands store integers: the module API can
 //! only do that through `RedisModule_Call` (`GET`, then `SET ... PXAT`).
+//!
+//! The API functions are resolved once at load, which fails if one is
+//! missing, so the commands never meet a missing one.
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use std::os::raw::{c_char, c_int};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::OnceLock;
 
-static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+/// The API functions the commands use, and the shared `PXAT` string.
+struct Api {
+    open_key: unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        *mut raw::RedisModuleString,
+        c_int,
+    ) -> *mut raw::RedisModuleKey,
+    close_key: unsafe extern "C" fn(*mut raw::RedisModuleKey),
+    string_dma: unsafe extern "C" fn(*mut raw::RedisModuleKey, *mut usize, c_int) -> *mut c_char,
+    string_truncate: unsafe extern "C" fn(*mut raw::RedisModuleKey, usize) -> c_int,
+    set_abs_expire: unsafe extern "C" fn(*mut raw::RedisModuleKey, raw::mstime_t) -> c_int,
+    replicate:
+        unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char, *const c_char, ...) -> c_int,
+    call: unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        *const c_char,
+        *const c_char,
+        ...
+    ) -> *mut raw::RedisModuleCallReply,
+    call_reply_string:
+        unsafe extern "C" fn(*mut raw::RedisModuleCallReply, *mut usize) -> *const c_char,
+    free_call_reply: unsafe extern "C" fn(*mut raw::RedisModuleCallReply),
+    reply_array: unsafe extern "C" fn(*mut raw::RedisModuleCtx, std::os::raw::c_long) -> c_int,
+    reply_integer:
+        unsafe extern "C" fn(*mut raw::RedisModuleCtx, std::os::raw::c_longlong) -> c_int,
+    wrong_arity: unsafe extern "C" fn(*mut raw::RedisModuleCtx) -> c_int,
+    /// The shared `PXAT` string, as an address (a static must be `Sync`).
+    pxat: usize,
+}
+
+static API: OnceLock<Api> = OnceLock::new();
 
 fn now_nanos() -> i64 {
     let mut ts = libc::timespec {
@@ -24,68 +57,164 @@ fn now_nanos() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// Writes `value` as `digits.len()` decimal digits.
+fn put_digits(mut value: i64, digits: &mut [u8]) {
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (value % 10) as u8;
+        value /= 10;
+    }
+}
+
+fn parse_digits(digits: &[u8]) -> i64 {
+    digits.iter().fold(0i64, |v, &d| {
+        v.wrapping_mul(10)
+            .wrapping_add(i64::from(d.wrapping_sub(b'0')))
+    })
+}
+
+/// The next value: after `old` and now, kept to 19 digits.
+fn next_value(old: i64, now: i64) -> i64 {
+    old.max(now) % 9_000_000_000_000_000_000 + 1_000_000_000
+}
+
 /// Reads the 19-digit value of `name` (creating it), writes a new one in
-/// place, sets an absolute expiry and replicates `SET name value PXAT ms`.
+/// place, sets an absolute expiry and replicates `SET name value PXAT ms`
+/// with the cheapest arguments (a shared `PXAT`, the expiry as a buffer).
 ///
 /// # Safety
 ///
 /// `ctx` and `name` are the live context and an argument of the running
-/// command; the API table is filled (the module is loaded).
-unsafe fn touch(ctx: *mut raw::RedisModuleCtx, name: *mut raw::RedisModuleString, now: i64) {
+/// command.
+unsafe fn touch(
+    api: &Api,
+    ctx: *mut raw::RedisModuleCtx,
+    name: *mut raw::RedisModuleString,
+    now: i64,
+) {
     unsafe {
-        let key = raw::RedisModule_OpenKey.unwrap()(
+        let key = (api.open_key)(
             ctx,
             name,
             (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
         );
+        let write = raw::REDISMODULE_WRITE as c_int;
         let mut len = 0usize;
-        let mut ptr =
-            raw::RedisModule_StringDMA.unwrap()(key, &mut len, raw::REDISMODULE_WRITE as c_int);
+        let mut ptr = (api.string_dma)(key, &mut len, write);
         if len != 19 {
-            raw::RedisModule_StringTruncate.unwrap()(key, 19);
-            ptr =
-                raw::RedisModule_StringDMA.unwrap()(key, &mut len, raw::REDISMODULE_WRITE as c_int);
+            (api.string_truncate)(key, 19);
+            ptr = (api.string_dma)(key, &mut len, write);
+        }
+        if ptr.is_null() || len != 19 {
+            (api.close_key)(key);
+            return;
         }
         let digits = std::slice::from_raw_parts_mut(ptr.cast::<u8>(), 19);
-        let old = digits.iter().fold(0i64, |v, &d| {
-            v.wrapping_mul(10)
-                .wrapping_add(i64::from(d.wrapping_sub(b'0')))
-        });
-        let mut value = old.max(now) % 9_000_000_000_000_000_000 + 1_000_000_000;
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
+        put_digits(next_value(parse_digits(digits), now), digits);
         let expire_ms = now / 1_000_000 + 60_000;
-        raw::RedisModule_SetAbsExpire.unwrap()(key, expire_ms);
-        // The cheapest arguments: a shared PXAT, the expiry as a buffer.
+        (api.set_abs_expire)(key, expire_ms);
         let mut ms = [0u8; 13];
-        let mut v = expire_ms;
-        for d in ms.iter_mut().rev() {
-            *d = b'0' + (v % 10) as u8;
-            v /= 10;
-        }
-        raw::RedisModule_Replicate.unwrap()(
+        put_digits(expire_ms, &mut ms);
+        (api.replicate)(
             ctx,
             c"SET".as_ptr(),
             c"sbsb".as_ptr(),
             name,
             ptr as *const c_char,
             19usize,
-            PXAT.load(Ordering::Relaxed),
+            api.pxat as *mut raw::RedisModuleString,
             ms.as_ptr() as *const c_char,
             ms.len(),
         );
-        raw::RedisModule_CloseKey.unwrap()(key);
+        (api.close_key)(key);
     }
 }
 
-unsafe fn reply_integers(ctx: *mut raw::RedisModuleCtx, n: usize) {
+/// Replies `[0, 16, 15, -1, 2]`, and a sixth `1` when `n` is 6.
+unsafe fn reply_integers(api: &Api, ctx: *mut raw::RedisModuleCtx, n: usize) {
     unsafe {
-        raw::RedisModule_ReplyWithArray.unwrap()(ctx, n as _);
+        (api.reply_array)(ctx, n as _);
         for v in [0, 16, 15, -1, 2, 1].into_iter().take(n) {
-            raw::RedisModule_ReplyWithLongLong.unwrap()(ctx, v);
+            (api.reply_integer)(ctx, v);
         }
+    }
+}
+
+/// The common shape: check the arity, then run `body` on the arguments.
+fn command(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+    arity: c_int,
+    body: unsafe fn(&Api, *mut raw::RedisModuleCtx, &[*mut raw::RedisModuleString]),
+) -> c_int {
+    let Some(api) = API.get() else {
+        return raw::REDISMODULE_ERR as c_int;
+    };
+    // SAFETY: Redis passes `argc` valid arguments for the command's
+    // duration; `body` gets them with the live context.
+    unsafe {
+        if argc != arity {
+            return (api.wrong_arity)(ctx);
+        }
+        body(api, ctx, std::slice::from_raw_parts(argv, argc as usize));
+    }
+    raw::REDISMODULE_OK as c_int
+}
+
+unsafe fn one_body(api: &Api, ctx: *mut raw::RedisModuleCtx, args: &[*mut raw::RedisModuleString]) {
+    unsafe {
+        touch(api, ctx, args[1], now_nanos());
+        reply_integers(api, ctx, 5);
+    }
+}
+
+unsafe fn two_body(api: &Api, ctx: *mut raw::RedisModuleCtx, args: &[*mut raw::RedisModuleString]) {
+    unsafe {
+        let now = now_nanos();
+        touch(api, ctx, args[1], now);
+        touch(api, ctx, args[2], now);
+        reply_integers(api, ctx, 6);
+    }
+}
+
+unsafe fn int_body(api: &Api, ctx: *mut raw::RedisModuleCtx, args: &[*mut raw::RedisModuleString]) {
+    unsafe {
+        let now = now_nanos();
+        let got = (api.call)(ctx, c"GET".as_ptr(), c"s".as_ptr(), args[1]);
+        let mut len = 0usize;
+        let ptr = if got.is_null() {
+            std::ptr::null()
+        } else {
+            (api.call_reply_string)(got, &mut len)
+        };
+        let old = if ptr.is_null() {
+            0
+        } else {
+            parse_digits(std::slice::from_raw_parts(ptr.cast::<u8>(), len))
+        };
+        if !got.is_null() {
+            (api.free_call_reply)(got);
+        }
+        let mut digits = [0u8; 19];
+        put_digits(next_value(old, now), &mut digits);
+        let mut ms = [0u8; 13];
+        put_digits(now / 1_000_000 + 60_000, &mut ms);
+        // "!": the SET is replicated as it is.
+        let set = (api.call)(
+            ctx,
+            c"SET".as_ptr(),
+            c"!sbcb".as_ptr(),
+            args[1],
+            digits.as_ptr() as *const c_char,
+            digits.len(),
+            c"PXAT".as_ptr(),
+            ms.as_ptr() as *const c_char,
+            ms.len(),
+        );
+        if !set.is_null() {
+            (api.free_call_reply)(set);
+        }
+        reply_integers(api, ctx, 5);
     }
 }
 
@@ -94,15 +223,7 @@ extern "C" fn one(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: Redis passes `argc` valid arguments; the API is loaded.
-    unsafe {
-        if argc != 2 {
-            return raw::RedisModule_WrongArity.unwrap()(ctx);
-        }
-        touch(ctx, *argv.add(1), now_nanos());
-        reply_integers(ctx, 5);
-    }
-    raw::REDISMODULE_OK as c_int
+    command(ctx, argv, argc, 2, one_body)
 }
 
 extern "C" fn two(
@@ -110,17 +231,7 @@ extern "C" fn two(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: as in `one`.
-    unsafe {
-        if argc != 3 {
-            return raw::RedisModule_WrongArity.unwrap()(ctx);
-        }
-        let now = now_nanos();
-        touch(ctx, *argv.add(1), now);
-        touch(ctx, *argv.add(2), now);
-        reply_integers(ctx, 6);
-    }
-    raw::REDISMODULE_OK as c_int
+    command(ctx, argv, argc, 3, two_body)
 }
 
 extern "C" fn int(
@@ -128,91 +239,72 @@ extern "C" fn int(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    // SAFETY: as in `one`; call replies are freed once each.
-    unsafe {
-        if argc != 2 {
-            return raw::RedisModule_WrongArity.unwrap()(ctx);
-        }
-        let now = now_nanos();
-        let key = *argv.add(1);
-        let got = raw::RedisModule_Call.unwrap()(ctx, c"GET".as_ptr(), c"s".as_ptr(), key);
-        let mut len = 0usize;
-        let ptr = raw::RedisModule_CallReplyStringPtr.unwrap()(got, &mut len);
-        let old = if ptr.is_null() {
-            0
-        } else {
-            std::slice::from_raw_parts(ptr.cast::<u8>(), len)
-                .iter()
-                .fold(0i64, |v, &d| {
-                    v.wrapping_mul(10)
-                        .wrapping_add(i64::from(d.wrapping_sub(b'0')))
-                })
-        };
-        raw::RedisModule_FreeCallReply.unwrap()(got);
-        let mut value = old.max(now) % 9_000_000_000_000_000_000 + 1_000_000_000;
-        let mut digits = [0u8; 19];
-        for d in digits.iter_mut().rev() {
-            *d = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-        let mut expire_ms = now / 1_000_000 + 60_000;
-        let mut ms = [0u8; 13];
-        for d in ms.iter_mut().rev() {
-            *d = b'0' + (expire_ms % 10) as u8;
-            expire_ms /= 10;
-        }
-        // "!": the SET is replicated as it is.
-        let set = raw::RedisModule_Call.unwrap()(
-            ctx,
-            c"SET".as_ptr(),
-            c"!sbcb".as_ptr(),
-            key,
-            digits.as_ptr() as *const c_char,
-            digits.len(),
-            c"PXAT".as_ptr(),
-            ms.as_ptr() as *const c_char,
-            ms.len(),
-        );
-        if set.is_null() {
-            return raw::RedisModule_ReplyWithError.unwrap()(
-                ctx,
-                c"ERR FLOOR.INT: SET failed".as_ptr(),
-            );
-        }
-        if raw::RedisModule_CallReplyType.unwrap()(set) == raw::REDISMODULE_REPLY_ERROR as c_int {
-            return raw::RedisModule_ReplyWithCallReply.unwrap()(ctx, set);
-        }
-        raw::RedisModule_FreeCallReply.unwrap()(set);
-        reply_integers(ctx, 5);
-    }
-    raw::REDISMODULE_OK as c_int
+    command(ctx, argv, argc, 2, int_body)
 }
 
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
-    // SAFETY: called during OnLoad; the names and flags are NUL-terminated.
+/// Resolves the API the commands use; `None` if the server lacks a part.
+fn resolve() -> Option<Api> {
+    // SAFETY: the table is filled by RedisModule_Init before `init` runs
+    // and never written again; a NULL context makes a string the module
+    // owns for good.
     unsafe {
-        let pxat =
-            raw::RedisModule_CreateString.unwrap()(std::ptr::null_mut(), c"PXAT".as_ptr(), 4);
-        PXAT.store(pxat, Ordering::Relaxed);
-        let create = raw::RedisModule_CreateCommand.unwrap();
-        let flags = c"write deny-oom fast".as_ptr();
-        let commands = [
-            (c"floor.one", one as Handler, 1),
-            (c"floor.two", two, 2),
-            (c"floor.int", int, 1),
-        ];
-        for (name, handler, last) in commands {
-            if create(ctx.ctx, name.as_ptr(), Some(handler), flags, 1, last, 1)
-                != raw::REDISMODULE_OK as c_int
-            {
-                return Status::Err;
-            }
+        let pxat = raw::RedisModule_CreateString?(std::ptr::null_mut(), c"PXAT".as_ptr(), 4);
+        Some(Api {
+            open_key: raw::RedisModule_OpenKey?,
+            close_key: raw::RedisModule_CloseKey?,
+            string_dma: raw::RedisModule_StringDMA?,
+            string_truncate: raw::RedisModule_StringTruncate?,
+            set_abs_expire: raw::RedisModule_SetAbsExpire?,
+            replicate: raw::RedisModule_Replicate?,
+            call: raw::RedisModule_Call?,
+            call_reply_string: raw::RedisModule_CallReplyStringPtr?,
+            free_call_reply: raw::RedisModule_FreeCallReply?,
+            reply_array: raw::RedisModule_ReplyWithArray?,
+            reply_integer: raw::RedisModule_ReplyWithLongLong?,
+            wrong_arity: raw::RedisModule_WrongArity?,
+            pxat: (!pxat.is_null()).then_some(pxat as usize)?,
+        })
+    }
+}
+
+fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+    let (Some(api), Some(create)) = (resolve(), api_create()) else {
+        return Status::Err;
+    };
+    let _ = API.set(api);
+    let flags = c"write deny-oom fast".as_ptr();
+    let commands = [
+        (c"floor.one", one as Handler, 1),
+        (c"floor.two", two, 2),
+        (c"floor.int", int, 1),
+    ];
+    for (name, handler, last) in commands {
+        // SAFETY: during OnLoad, with NUL-terminated names and flags.
+        let status = unsafe { create(ctx.ctx, name.as_ptr(), Some(handler), flags, 1, last, 1) };
+        if status != raw::REDISMODULE_OK as c_int {
+            return Status::Err;
         }
     }
     Status::Ok
+}
+
+/// `RedisModule_CreateCommand`, if the server has it.
+fn api_create() -> Option<
+    unsafe extern "C" fn(
+        *mut raw::RedisModuleCtx,
+        *const c_char,
+        raw::RedisModuleCmdFunc,
+        *const c_char,
+        c_int,
+        c_int,
+        c_int,
+    ) -> c_int,
+> {
+    // SAFETY: as in `resolve`.
+    unsafe { raw::RedisModule_CreateCommand }
 }
 
 redis_module! {

@@ -5,23 +5,6 @@ mod support;
 use std::time::{Duration, Instant};
 use support::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn pick<'a>(&mut self, items: &[&'a [u8]]) -> &'a [u8] {
-        items[self.below(items.len() as u64) as usize]
-    }
-}
-
 /// One random argument: numbers of every shape, binary junk, empty strings.
 fn random_arg(rng: &mut Rng) -> Vec<u8> {
     const SHAPES: &[&[u8]] = &[

@@ -50,6 +50,35 @@ fn info_counts_calls_allowed_limited_and_errors() {
     }
 }
 
+/// The commands users call.
+const COMMANDS: &[&str] = &[
+    "cl.throttle",
+    "cl.peek",
+    "cl.throttleall",
+    "cl.reserve",
+    "cl.refund",
+    "sw.allow",
+    "sw.peek",
+    "sw.refund",
+    "fw.incr",
+    "fw.peek",
+    "fw.refund",
+    "cc.acquire",
+    "cc.release",
+    "cc.renew",
+    "cc.peek",
+];
+
+/// The internal commands that carry effects to replicas and the AOF.
+const EFFECTS: &[&str] = &[
+    "sw.record",
+    "sw.unrecord",
+    "sw.load",
+    "cc.hold",
+    "cc.drop",
+    "cc.load",
+];
+
 /// The string after `field` in a COMMAND DOCS reply (a map in RESP3, a
 /// flat list of names and values in RESP2).
 fn doc_field(v: &Value, field: &str) -> Option<String> {
@@ -82,29 +111,7 @@ fn doc_field(v: &Value, field: &str) -> Option<String> {
 fn command_docs_for_every_command() {
     let s = Server::start();
     let c = &mut s.conn();
-    let names = [
-        "cl.throttle",
-        "cl.peek",
-        "cl.throttleall",
-        "cl.reserve",
-        "cl.refund",
-        "sw.allow",
-        "sw.peek",
-        "sw.refund",
-        "fw.incr",
-        "fw.peek",
-        "fw.refund",
-        "cc.acquire",
-        "cc.release",
-        "cc.renew",
-        "cc.peek",
-        "sw.record",
-        "sw.unrecord",
-        "sw.load",
-        "cc.hold",
-        "cc.drop",
-        "cc.load",
-    ];
+    let names = [COMMANDS, EFFECTS].concat();
     if server_version().has_7_0() {
         // Every command the module registers is in the list above.
         let mut registered: Vec<String> = redis::cmd("COMMAND")
@@ -179,23 +186,7 @@ fn an_acl_user_limited_to_the_module_on_its_keys() {
             .arg("ratelimit")
             .query(admin)
             .unwrap();
-        for name in [
-            "cl.throttle",
-            "cl.peek",
-            "cl.throttleall",
-            "cl.reserve",
-            "cl.refund",
-            "sw.allow",
-            "sw.peek",
-            "sw.refund",
-            "fw.incr",
-            "fw.peek",
-            "fw.refund",
-            "cc.acquire",
-            "cc.release",
-            "cc.renew",
-            "cc.peek",
-        ] {
+        for name in COMMANDS {
             assert!(
                 in_cat.iter().any(|c| c == name),
                 "{name} not in @ratelimit: {in_cat:?}"

@@ -267,13 +267,8 @@ fn replicas_and_the_aof_hold_the_masters_state() {
     let replica = replica_of(&master, vec![]);
     let r = &mut replica.conn();
     let m = &mut master.conn();
-    let mut x = 0x1234_5678_9ABC_DEF1u64;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = Rng(0x1234_5678_9ABC_DEF1u64);
+    let mut next = |n: u64| rng.below(n);
     let mut now = T0;
     let keys: Vec<String> = ["g", "s", "a", "f"].map(String::from).to_vec();
     for _ in 0..600 {

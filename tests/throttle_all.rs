@@ -162,13 +162,8 @@ fn all_or_nothing_is_the_single_commands_applied_only_when_all_allow() {
     let singles = Server::start();
     let a = &mut all.conn();
     let b = &mut singles.conn();
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = |n: u64| {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x % n
-    };
+    let mut rng = Rng(0x2545_F491_4F6C_DD1Du64);
+    let mut next = |n: u64| rng.below(n);
     let mut now = T0;
     let (mut went_ahead, mut refused) = (0, 0);
     for step in 0..1_500 {

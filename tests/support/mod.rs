@@ -426,7 +426,7 @@ pub fn eventually(what: &str, mut f: impl FnMut() -> bool) {
 /// A deterministic mixed workload over every command, with random keys,
 /// quantities and clock steps.
 pub struct Workload {
-    seed: u64,
+    rng: Rng,
     pub now: i64,
     /// Allowed calls that wrote (each one replicated effect).
     pub writes: i64,
@@ -436,7 +436,7 @@ pub struct Workload {
 impl Workload {
     pub fn new(seed: u64) -> Self {
         Self {
-            seed: seed | 1,
+            rng: Rng(seed | 1),
             now: T0,
             writes: 0,
             refused: 0,
@@ -444,10 +444,7 @@ impl Workload {
     }
 
     fn next(&mut self, n: u64) -> u64 {
-        self.seed ^= self.seed << 13;
-        self.seed ^= self.seed >> 7;
-        self.seed ^= self.seed << 17;
-        self.seed % n
+        self.rng.below(n)
     }
 
     /// Every key the workload may touch.
@@ -683,5 +680,26 @@ pub fn keyspace_events(s: &Server, run: impl FnOnce(&mut redis::Connection)) -> 
             return events;
         }
         events.push(format!("{event} {key}"));
+    }
+}
+
+/// A small deterministic random generator (xorshift) for workloads.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    pub fn pick<'a>(&mut self, items: &[&'a [u8]]) -> &'a [u8] {
+        items[self.below(items.len() as u64) as usize]
     }
 }
