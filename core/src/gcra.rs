@@ -131,11 +131,9 @@ impl Gcra {
         } else {
             let tat = i64::try_from(new_tat).map_err(|_| ParamError::Overflow)?;
             let ttl = new_tat - now_w;
-            let ttl_ms = ttl / i128::from(NANOS_PER_MILLI);
-            let expire_at_ms = i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl_ms;
             let decision = Decision::Allowed {
                 tat,
-                expire_at_ms: saturate(expire_at_ms),
+                expire_at_ms: expire_at_ms(now, ttl),
             };
             (decision, ttl)
         };
@@ -178,11 +176,9 @@ impl Gcra {
         let tat = i128::from(stored_tat.unwrap_or(now).max(now)) + increment;
         let tat = i64::try_from(tat).map_err(|_| ParamError::Overflow)?;
         let ttl = i128::from(tat) - i128::from(now);
-        let expire_at_ms =
-            i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl / i128::from(NANOS_PER_MILLI);
         Ok(Reservation::Later {
             tat,
-            expire_at_ms: saturate(expire_at_ms),
+            expire_at_ms: expire_at_ms(now, ttl),
             wait: retry_after,
             verdict: Verdict {
                 limited: false,
@@ -205,12 +201,9 @@ impl Gcra {
         if back == 0 {
             return Refund::Unchanged;
         }
-        let ttl = new_tat - i128::from(now);
-        let expire_at_ms =
-            i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl / i128::from(NANOS_PER_MILLI);
         Refund::Store {
             tat: saturate(new_tat),
-            expire_at_ms: saturate(expire_at_ms),
+            expire_at_ms: expire_at_ms(now, new_tat - i128::from(now)),
         }
     }
 
@@ -230,4 +223,10 @@ impl Gcra {
         };
         saturate(whole.clamp(0, i128::from(self.limit)))
     }
+}
+
+/// When a key whose bucket empties `ttl` ns after `now` expires (Unix ms):
+/// the whole milliseconds of `ttl` after the millisecond of `now`.
+fn expire_at_ms(now: i64, ttl: i128) -> i64 {
+    saturate(i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl / i128::from(NANOS_PER_MILLI))
 }

@@ -41,11 +41,10 @@ impl Unit {
     /// A duration in nanoseconds in this unit, rounded up: a caller that
     /// sleeps this long is never early (a reservation's wait).
     pub fn ceil(self, nanos: i64) -> i64 {
-        let unit = match self {
-            Unit::Seconds => NANOS_PER_SEC,
-            Unit::Millis => NANOS_PER_MILLI,
-        };
-        nanos / unit + i64::from(nanos % unit > 0)
+        match self {
+            Unit::Seconds => ceil_div(nanos, NANOS_PER_SEC),
+            Unit::Millis => millis_rounded_up(nanos),
+        }
     }
 }
 
@@ -101,12 +100,12 @@ pub fn binding_of(verdicts: impl Iterator<Item = Verdict>) -> Option<(usize, Ver
 /// Whole milliseconds of a duration, rounded up, so that a caller that
 /// waits this long is never early.
 pub fn millis_rounded_up(nanos: i64) -> i64 {
-    let millis = nanos / NANOS_PER_MILLI;
-    if nanos % NANOS_PER_MILLI > 0 {
-        millis + 1
-    } else {
-        millis
-    }
+    ceil_div(nanos, NANOS_PER_MILLI)
+}
+
+/// `nanos / unit`, rounded up for a positive remainder (toward zero below 0).
+fn ceil_div(nanos: i64, unit: i64) -> i64 {
+    nanos / unit + i64::from(nanos % unit > 0)
 }
 
 /// Whole seconds of a duration, truncated toward zero, plus one when at
