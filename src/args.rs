@@ -47,6 +47,12 @@ impl<'a> Args<'a> {
         Some(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
     }
 
+    /// The bytes at `i`, empty past the end (for positions the arity check
+    /// has already guaranteed).
+    pub fn word(&self, i: usize) -> &'a [u8] {
+        self.bytes(i).unwrap_or_default()
+    }
+
     /// Checks the argument count: `min..=max` including the command name.
     pub fn expect_len(&self, min: usize, max: usize) -> Result<(), CmdError> {
         if (min..=max).contains(&self.len()) {
@@ -57,7 +63,7 @@ impl<'a> Args<'a> {
     }
 
     pub fn integer(&self, i: usize) -> Result<i64, CmdError> {
-        Ok(parse::integer(self.bytes(i).unwrap_or_default())?)
+        Ok(parse::integer(self.word(i))?)
     }
 
     /// The optional words from `from` on, in any order: each of `flags`
@@ -76,7 +82,7 @@ impl<'a> Args<'a> {
         };
         let mut quantity_seen = false;
         for j in from..self.len() {
-            let word = self.bytes(j).unwrap_or_default();
+            let word = self.word(j);
             match flags
                 .iter()
                 .position(|f| word.eq_ignore_ascii_case(f.as_bytes()))

@@ -201,10 +201,7 @@ impl Limiter {
                 })
             }
             Limiter::Fixed(fw) => {
-                let found = key.integer(error::INVALID_COUNTER)?.map(|count| Counter {
-                    count,
-                    expire_at_ms: key.abs_expire(),
-                });
+                let found = counter(key)?;
                 let outcome = fw.decide(found, now, quantity);
                 let current = found.and_then(|c| c.expire_at_ms);
                 Ok(match outcome.effect {
@@ -249,22 +246,10 @@ impl Limiter {
                     }
                 }
             }
-            Limiter::Exact(_) | Limiter::Approx(_) => {
-                let (window, approx) = match self {
-                    Limiter::Approx(a) => (a.window(), true),
-                    Limiter::Exact(sw) => (sw.window(), false),
-                    _ => return Err(error::INTERNAL),
-                };
-                if window_state(key, approx)?.is_some() && quantity > 0 {
-                    unrecord(key, window, now, quantity, approx)?;
-                    replicate_window_effect(key, c"SW.UNRECORD", window, now, quantity, approx);
-                }
-            }
+            Limiter::Exact(sw) => refund_window(key, sw.window(), now, quantity, false)?,
+            Limiter::Approx(a) => refund_window(key, a.window(), now, quantity, true)?,
             Limiter::Fixed(fw) => {
-                let found = key.integer(error::INVALID_COUNTER)?.map(|count| Counter {
-                    count,
-                    expire_at_ms: key.abs_expire(),
-                });
+                let found = counter(key)?;
                 let current = found.and_then(|c| c.expire_at_ms);
                 match fw.refund(found, now, quantity) {
                     None => {}
@@ -281,6 +266,29 @@ impl Limiter {
         }
         Ok(self.decide(key, now, 0)?.verdict)
     }
+}
+
+/// A sliding window refund: the effect, replicated as `SW.UNRECORD` when
+/// there was a window to give back to.
+fn refund_window(
+    key: &mut Key,
+    window: i64,
+    now: i64,
+    quantity: i64,
+    approx: bool,
+) -> Result<(), CmdError> {
+    if quantity > 0 && unrecord(key, window, now, quantity, approx)? {
+        replicate_window_effect(key, c"SW.UNRECORD", window, now, quantity, approx);
+    }
+    Ok(())
+}
+
+/// A fixed-window counter as found in `key`: its count and expiry.
+fn counter(key: &Key) -> Result<Option<Counter>, CmdError> {
+    Ok(key.integer(error::INVALID_COUNTER)?.map(|count| Counter {
+        count,
+        expire_at_ms: key.abs_expire(),
+    }))
 }
 
 /// The sliding window state of `key`, checked against the mode asked for
@@ -309,18 +317,16 @@ fn window_written(
 }
 
 impl Decided {
-    /// Writes what a call that goes ahead writes (and the repair).
-    pub fn apply(&self, key: &mut Key) -> Result<(), CmdError> {
-        self.apply_repair(key)?;
-        apply(key, self.write)
-    }
-
-    /// Writes only what a refused call writes.
-    pub fn apply_repair(&self, key: &mut Key) -> Result<(), CmdError> {
-        match self.repair {
-            Some(expire_at_ms) => key.expire_at(expire_at_ms),
-            None => Ok(()),
+    /// Writes what the call writes: the repair, and the write itself when
+    /// the call goes ahead.
+    pub fn apply(&self, key: &mut Key, goes_ahead: bool) -> Result<(), CmdError> {
+        if let Some(expire_at_ms) = self.repair {
+            key.expire_at(expire_at_ms)?;
         }
+        if goes_ahead {
+            apply(key, self.write)?;
+        }
+        Ok(())
     }
 }
 
@@ -398,16 +404,16 @@ pub fn record(
 /// by `SW.REFUND` on the master and `SW.UNRECORD` on replicas and in the
 /// AOF. The key is deleted when nothing is left in its window (without
 /// replicating a `DEL`: the effect replays to the same result). An absent
-/// key stays absent.
+/// key stays absent; returns whether the key held a window.
 pub fn unrecord(
     key: &mut Key,
     window: i64,
     at: i64,
     quantity: i64,
     approx: bool,
-) -> Result<(), CmdError> {
+) -> Result<bool, CmdError> {
     let Some(state) = window_state(key, approx)? else {
-        return Ok(());
+        return Ok(false);
     };
     match state {
         WindowState::Exact { log, window: w } => {
@@ -418,9 +424,10 @@ pub fn unrecord(
     }
     // An empty window has no expiry: the key goes.
     match state.expire_at_ms() {
-        None => key.delete(false),
-        expire => window_written(key, c"sw.refund", expire),
+        None => key.delete(false)?,
+        expire => window_written(key, c"sw.refund", expire)?,
     }
+    Ok(true)
 }
 
 /// `SW.RECORD` or `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`,

@@ -18,8 +18,7 @@ pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 9)?;
     let (tz, from) = tz(args);
     let options = args.options(from, FLAGS, true)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
-    let limiter = limiter::fixed(word(2), word(3), tz, options.has(0))?;
+    let limiter = limiter::fixed(args.word(2), args.word(3), tz, options.has(0))?;
     let unit = unit(&options, 1);
     single(ctx, args, limiter, options.quantity, unit, Access::Write)
 }
@@ -28,8 +27,7 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 8)?;
     let (tz, from) = tz(args);
     let options = args.options(from, FLAGS, false)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
-    let limiter = limiter::fixed(word(2), word(3), tz, options.has(0))?;
+    let limiter = limiter::fixed(args.word(2), args.word(3), tz, options.has(0))?;
     single(ctx, args, limiter, 0, unit(&options, 1), Access::Read)
 }
 
@@ -37,7 +35,7 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// words start.
 pub fn tz<'a>(args: &Args<'a>) -> (Option<&'a [u8]>, usize) {
     if limiter::is_tz(args.bytes(4)) {
-        (Some(args.bytes(5).unwrap_or_default()), 6)
+        (Some(args.word(5)), 6)
     } else {
         (None, 4)
     }

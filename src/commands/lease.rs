@@ -11,6 +11,7 @@
 //! `CC.DROP key id now_ns`, with the master's clock; AOF rewrites emit
 //! `CC.LOAD key payload`.
 
+use super::open_key;
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
@@ -19,13 +20,13 @@ use crate::limiter;
 use crate::store::{Access, Arg, Key};
 use crate::types::LEASE_TYPE;
 use cell_core::lease::{Acquire, Leases, MAX_ID};
-use cell_core::reply::Unit;
-use cell_core::{parse, NANOS_PER_MILLI};
+use cell_core::parse;
+use cell_core::reply::{millis_rounded_up, Unit};
 use redis_module::{raw, Context};
 
 pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 7)?;
-    let limit = limiter::limit(args.bytes(2).unwrap_or_default())?;
+    let limit = limiter::limit(args.word(2))?;
     let lease = lease(args.bytes(3))?;
     let (mut id, mut ms) = (None, false);
     let mut i = 4;
@@ -41,7 +42,7 @@ pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         }
     }
     let unit = if ms { Unit::Millis } else { Unit::Seconds };
-    let mut key = open(ctx, args, Access::Write)?;
+    let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
     let (decision, verdict) = match key.value::<Leases>(&LEASE_TYPE)? {
         Some(leases) => leases.acquire(limit, now, lease, id)?,
@@ -61,8 +62,8 @@ pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 
 pub fn release(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(3, 3)?;
-    let id = lease_id(args.bytes(2).unwrap_or_default())?;
-    let mut key = open(ctx, args, Access::Write)?;
+    let id = lease_id(args.word(2))?;
+    let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
     if !holds(&mut key, id, now)? {
         return Ok(Reply::Integer(0));
@@ -74,9 +75,9 @@ pub fn release(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 
 pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 4)?;
-    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let id = lease_id(args.word(2))?;
     let lease = lease(args.bytes(3))?;
-    let mut key = open(ctx, args, Access::Write)?;
+    let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
     if !holds(&mut key, id, now)? {
         return Ok(Reply::Integer(0));
@@ -92,9 +93,9 @@ pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(3, 4)?;
-    let limit = limiter::limit(args.bytes(2).unwrap_or_default())?;
+    let limit = limiter::limit(args.word(2))?;
     let options = args.options(3, &["MS"], false)?;
-    let mut key = open(ctx, args, Access::Read)?;
+    let mut key = open_key(ctx, args, Access::Read)?;
     let now = clock::now_nanos();
     let verdict = match key.value::<Leases>(&LEASE_TYPE)? {
         Some(leases) => leases.verdict(limit, now),
@@ -107,12 +108,12 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// `now_ns`, then holds `id` until `expires_at_ns`.
 pub fn hold_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(5, 5)?;
-    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let id = lease_id(args.word(2))?;
     let (expires_at, now) = (args.integer(3)?, args.integer(4)?);
     if now < 0 || expires_at <= now {
         return Err(error::BAD_HOLD);
     }
-    let mut key = open(ctx, args, Access::Write)?;
+    let mut key = open_key(ctx, args, Access::Write)?;
     hold(&mut key, id, expires_at, now)?;
     ctx.replicate_verbatim();
     Ok(Reply::Ok)
@@ -122,12 +123,12 @@ pub fn hold_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// `id`'s lease.
 pub fn drop_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 4)?;
-    let id = lease_id(args.bytes(2).unwrap_or_default())?;
+    let id = lease_id(args.word(2))?;
     let now = args.integer(3)?;
     if now < 0 {
         return Err(error::BAD_DROP);
     }
-    let mut key = open(ctx, args, Access::Write)?;
+    let mut key = open_key(ctx, args, Access::Write)?;
     if key.value::<Leases>(&LEASE_TYPE)?.is_some() {
         drop_lease(&mut key, id, now)?;
     }
@@ -140,21 +141,13 @@ pub fn drop_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// deletes the key.
 pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(3, 3)?;
-    let leases = Leases::decode(args.bytes(2).unwrap_or_default()).ok_or(error::BAD_LEASES)?;
-    let mut key = open(ctx, args, Access::Write)?;
-    let expire_at_ms = leases.last_expiry().map(ceil_ms);
+    let leases = Leases::decode(args.word(2)).ok_or(error::BAD_LEASES)?;
+    let mut key = open_key(ctx, args, Access::Write)?;
+    let expire_at_ms = leases.last_expiry().map(millis_rounded_up);
     if key.load(&LEASE_TYPE, leases, expire_at_ms, c"cc.load")? {
         ctx.replicate_verbatim();
     }
     Ok(Reply::Ok)
-}
-
-fn open(ctx: &Context, args: &Args, access: Access) -> Result<Key, CmdError> {
-    Ok(Key::open(
-        ctx,
-        args.raw(1).ok_or(CmdError::WrongArity)?,
-        access,
-    ))
 }
 
 /// A lease duration in seconds (integer or up to 9 decimals), `> 0`.
@@ -193,19 +186,16 @@ fn holds(key: &mut Key, id: &[u8], now: i64) -> Result<bool, CmdError> {
 /// The one write path of a lease being taken or renewed, shared by the
 /// commands and the `CC.HOLD` effect.
 fn hold(key: &mut Key, id: &[u8], expires_at: i64, now: i64) -> Result<(), CmdError> {
-    let renewed = match key.value::<Leases>(&LEASE_TYPE)? {
-        Some(leases) => leases.hold(id, expires_at, now),
-        None => {
-            let mut leases = Leases::new();
-            leases.hold(id, expires_at, now);
-            key.set_value(&LEASE_TYPE, leases)?;
-            false
-        }
+    let leases = match key.value::<Leases>(&LEASE_TYPE)? {
+        Some(leases) => leases,
+        None => key.set_value(&LEASE_TYPE, Leases::new())?,
     };
+    let renewed = leases.hold(id, expires_at, now);
+    let last = leases.last_expiry();
     key.changed();
     let event = if renewed { c"cc.renew" } else { c"cc.acquire" };
     key.notify(raw::NotifyEvent::MODULE, event);
-    expire(key)
+    expire(key, last)
 }
 
 /// The one write path of a release (the `CC.DROP` effect too): the key goes
@@ -215,6 +205,7 @@ fn drop_lease(key: &mut Key, id: &[u8], now: i64) -> Result<(), CmdError> {
         return Ok(());
     };
     let released = leases.release(id, now);
+    let last = leases.last_expiry();
     if leases.is_empty() {
         return key.delete(false);
     }
@@ -222,21 +213,14 @@ fn drop_lease(key: &mut Key, id: &[u8], now: i64) -> Result<(), CmdError> {
     if released {
         key.notify(raw::NotifyEvent::MODULE, c"cc.release");
     }
-    expire(key)
+    expire(key, last)
 }
 
-/// The key expires with its last lease (rounded up to the millisecond, so
-/// never before it).
-fn expire(key: &mut Key) -> Result<(), CmdError> {
-    let last = key
-        .value::<Leases>(&LEASE_TYPE)?
-        .and_then(|l| l.last_expiry());
+/// The key expires with its last lease (`last`, rounded up to the
+/// millisecond, so never before it).
+fn expire(key: &mut Key, last: Option<i64>) -> Result<(), CmdError> {
     match last {
-        Some(ns) => key.set_abs_expire(ceil_ms(ns)),
+        Some(ns) => key.set_abs_expire(millis_rounded_up(ns)),
         None => Ok(()),
     }
-}
-
-fn ceil_ms(ns: i64) -> i64 {
-    ns / NANOS_PER_MILLI + i64::from(ns % NANOS_PER_MILLI > 0)
 }

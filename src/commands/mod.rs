@@ -58,16 +58,21 @@ fn single(
     unit: Unit,
     access: Access,
 ) -> Result<Reply, CmdError> {
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, access);
+    let mut key = open_key(ctx, args, access)?;
     let decided = limiter.decide(&mut key, clock::now_nanos(), quantity)?;
     if access == Access::Write {
-        if decided.verdict.limited {
-            decided.apply_repair(&mut key)?;
-        } else {
-            decided.apply(&mut key)?;
-        }
+        decided.apply(&mut key, !decided.verdict.limited)?;
     }
     Ok(Reply::Verdict(decided.verdict, unit))
+}
+
+/// Opens the key of a single-key command (its first argument).
+fn open_key(ctx: &Context, args: &Args, access: Access) -> Result<Key, CmdError> {
+    Ok(Key::open(
+        ctx,
+        args.raw(1).ok_or(CmdError::WrongArity)?,
+        access,
+    ))
 }
 
 /// Milliseconds when the `MS` flag (the `bit`-th of the command's flags)

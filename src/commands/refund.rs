@@ -10,39 +10,36 @@
 //! the AOF receive the new state (`SET ... PXAT`, `DEL`) or, for a window
 //! log, `SW.UNRECORD` (in `sliding.rs`).
 
-use super::unit;
+use super::{open_key, unit};
 use crate::args::{quantity, Args};
 use crate::clock;
 use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::limiter::{self, Limiter};
-use crate::store::{Access, Key};
+use crate::store::Access;
 use cell_core::reply::Unit;
 use redis_module::Context;
 
 pub fn cl(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(6, 7)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
-    let limiter = Limiter::Gcra(limiter::gcra(word(2), word(3), word(4))?);
+    let limiter = Limiter::Gcra(limiter::gcra(args.word(2), args.word(3), args.word(4))?);
     let options = args.options(6, &["MS"], false)?;
-    refund(ctx, args, limiter, word(5), unit(&options, 0))
+    refund(ctx, args, limiter, args.word(5), unit(&options, 0))
 }
 
 pub fn sw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(5, 7)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
     let options = args.options(5, &["MS", "APPROX"], false)?;
-    let limiter = limiter::sliding(word(2), word(3), options.has(1))?;
-    refund(ctx, args, limiter, word(4), unit(&options, 0))
+    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(1))?;
+    refund(ctx, args, limiter, args.word(4), unit(&options, 0))
 }
 
 pub fn fw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(5, 9)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
     let (tz, at) = super::fixed::tz(args);
     let options = args.options(at + 1, &["MS", "ALIGN"], false)?;
-    let limiter = limiter::fixed(word(2), word(3), tz, options.has(1))?;
-    refund(ctx, args, limiter, word(at), unit(&options, 0))
+    let limiter = limiter::fixed(args.word(2), args.word(3), tz, options.has(1))?;
+    refund(ctx, args, limiter, args.word(at), unit(&options, 0))
 }
 
 fn refund(
@@ -53,7 +50,7 @@ fn refund(
     unit: Unit,
 ) -> Result<Reply, CmdError> {
     let q = quantity(q)?;
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    let mut key = open_key(ctx, args, Access::Write)?;
     let verdict = limiter.refund(&mut key, clock::now_nanos(), q)?;
     Ok(Reply::Verdict(verdict, unit))
 }

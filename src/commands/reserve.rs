@@ -5,22 +5,22 @@
 //! that slot now and is told how long to wait; any other is refused as
 //! `CL.THROTTLE` refuses it.
 
+use super::open_key;
 use crate::args::{quantity, Args};
 use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter::{self, Write};
-use crate::store::{Access, Key};
+use crate::store::Access;
 use cell_core::gcra::{Decision, Reservation};
 use cell_core::reply::Unit;
 use redis_module::Context;
 
 pub fn reserve(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(7, 9)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
-    let gcra = limiter::gcra(word(2), word(3), word(4))?;
+    let gcra = limiter::gcra(args.word(2), args.word(3), args.word(4))?;
     let (q, max_wait, unit) = options(args)?;
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    let mut key = open_key(ctx, args, Access::Write)?;
     let tat = key.integer(error::INVALID_TAT)?;
     match gcra.reserve(tat, clock::now_nanos(), q, max_wait)? {
         Reservation::Now(decision, verdict) => {

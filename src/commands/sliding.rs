@@ -5,12 +5,12 @@
 //! `SW.RECORD` and `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`
 //! (replication, AOF) and `SW.LOAD key payload` (AOF rewrite).
 
-use super::{single, unit};
+use super::{open_key, single, unit};
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter;
-use crate::store::{Access, Key};
+use crate::store::Access;
 use crate::types::WINDOW_TYPE;
 use cell_core::window_state::WindowState;
 use redis_module::Context;
@@ -20,8 +20,7 @@ const FLAGS: &[&str] = &["APPROX", "MS"];
 pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 7)?;
     let options = args.options(4, FLAGS, true)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
-    let limiter = limiter::sliding(word(2), word(3), options.has(0))?;
+    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(0))?;
     single(
         ctx,
         args,
@@ -35,8 +34,7 @@ pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 6)?;
     let options = args.options(4, FLAGS, false)?;
-    let word = |i| args.bytes(i).unwrap_or_default();
-    let limiter = limiter::sliding(word(2), word(3), options.has(0))?;
+    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(0))?;
     single(ctx, args, limiter, 0, unit(&options, 1), Access::Read)
 }
 
@@ -46,7 +44,7 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// state exactly.
 pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let (window, at, quantity, approx) = effect(args, error::BAD_RECORD)?;
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    let mut key = open_key(ctx, args, Access::Write)?;
     limiter::record(&mut key, window, at, quantity, approx)?;
     ctx.replicate_verbatim();
     Ok(Reply::Ok)
@@ -57,7 +55,7 @@ pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// for every `SW.REFUND`, so they hold the master's state exactly.
 pub fn unrecord(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let (window, at, quantity, approx) = effect(args, error::BAD_UNRECORD)?;
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    let mut key = open_key(ctx, args, Access::Write)?;
     limiter::unrecord(&mut key, window, at, quantity, approx)?;
     ctx.replicate_verbatim();
     Ok(Reply::Ok)
@@ -92,12 +90,12 @@ fn effect(args: &Args, invalid: CmdError) -> Result<(i64, i64, i64, bool), CmdEr
 /// must carry its window (payloads of redis-cell 0.1.0 do not).
 pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(3, 3)?;
-    let payload = args.bytes(2).unwrap_or_default();
+    let payload = args.word(2);
     let state = WindowState::decode(payload).ok_or(error::BAD_PAYLOAD)?;
     if matches!(state, WindowState::Exact { window: None, .. }) {
         return Err(error::PAYLOAD_WITHOUT_WINDOW);
     }
-    let mut key = Key::open(ctx, args.raw(1).ok_or(CmdError::WrongArity)?, Access::Write);
+    let mut key = open_key(ctx, args, Access::Write)?;
     let expire_at_ms = state.expire_at_ms();
     if key.load(&WINDOW_TYPE, state, expire_at_ms, c"sw.load")? {
         ctx.replicate_verbatim();

@@ -33,6 +33,9 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 fn params(args: &Args) -> Result<Limiter, CmdError> {
-    let word = |i| args.bytes(i).unwrap_or_default();
-    Ok(Limiter::Gcra(limiter::gcra(word(2), word(3), word(4))?))
+    Ok(Limiter::Gcra(limiter::gcra(
+        args.word(2),
+        args.word(3),
+        args.word(4),
+    )?))
 }

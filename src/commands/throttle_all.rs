@@ -26,30 +26,19 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     }
     args.expect_len(6, usize::MAX)?;
     let call = parse(args)?;
-    let mut keys = Vec::with_capacity(call.limiters.len());
-    for i in 0..call.limiters.len() {
-        let key = Key::open(
-            ctx,
-            args.raw(2 + i).ok_or(CmdError::WrongArity)?,
-            Access::Write,
-        );
-        keys.push((key, None));
-    }
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
     let now = clock::now_nanos();
-    for (limiter, (key, decided)) in call.limiters.iter().zip(keys.iter_mut()) {
-        *decided = Some(limiter.decide(key, now, call.quantity)?);
+    let mut keys = Vec::with_capacity(call.limiters.len());
+    for (i, limiter) in call.limiters.iter().enumerate() {
+        let name = args.raw(2 + i).ok_or(CmdError::WrongArity)?;
+        let mut key = Key::open(ctx, name, Access::Write);
+        let decided = limiter.decide(&mut key, now, call.quantity)?;
+        keys.push((key, decided));
     }
-    let decided = || keys.iter().filter_map(|(_, d)| d.as_ref());
-    let (b, verdict) = binding_of(decided().map(|d| d.verdict)).ok_or(error::INTERNAL)?;
+    let (b, verdict) = binding_of(keys.iter().map(|(_, d)| d.verdict)).ok_or(error::INTERNAL)?;
     for (key, decided) in keys.iter_mut() {
-        let Some(d) = decided else { continue };
-        if verdict.limited {
-            d.apply_repair(key)?;
-        } else {
-            d.apply(key)?;
-        }
+        decided.apply(key, !verdict.limited)?;
     }
     Ok(Reply::Binding(verdict, b + 1, call.unit))
 }
@@ -64,7 +53,7 @@ struct Call {
 /// The number of keys, when `numkeys` is a positive integer and that many
 /// keys follow it (with room for at least as many words after them).
 fn numkeys(args: &Args) -> Result<usize, CmdError> {
-    let n = cell_core::parse::integer(args.bytes(1).unwrap_or_default())
+    let n = cell_core::parse::integer(args.word(1))
         .ok()
         .and_then(|n| usize::try_from(n).ok())
         .filter(|&n| n >= 1 && n <= args.len().saturating_sub(2) / 2)
@@ -74,9 +63,8 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
 
 fn parse(args: &Args) -> Result<Call, CmdError> {
     let n = numkeys(args)?;
-    let word = |i: usize| args.bytes(i).unwrap_or_default();
     for i in 0..n {
-        if (0..i).any(|j| word(2 + j) == word(2 + i)) {
+        if (0..i).any(|j| args.word(2 + j) == args.word(2 + i)) {
             return Err(error::KEY_TWICE);
         }
     }
