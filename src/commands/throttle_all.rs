@@ -63,10 +63,11 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
 
 fn parse(args: &Args) -> Result<Call, CmdError> {
     let n = numkeys(args)?;
-    for i in 0..n {
-        if (0..i).any(|j| args.word(2 + j) == args.word(2 + i)) {
-            return Err(error::KEY_TWICE);
-        }
+    // A set, not pairwise comparison: any client may send tens of
+    // thousands of keys, and the check must stay linear.
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    if !(0..n).all(|i| seen.insert(args.word(2 + i))) {
+        return Err(error::KEY_TWICE);
     }
     let mut cursor = Cursor { args, at: 2 + n };
     let mut limiters = Vec::with_capacity(n);
