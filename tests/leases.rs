@@ -242,12 +242,18 @@ fn errors_have_exact_texts_and_write_nothing() {
         ),
         (
             "CC.ACQUIRE k 1 1.0000000001".into(),
-            "ERR value is not an integer or out of range",
+            "ERR invalid lease: expected seconds or a number with a unit: ms, s, m, h or d",
         ),
-        ("CC.ACQUIRE k 1 10 ID".into(), "ERR syntax error"),
-        ("CC.ACQUIRE k 1 10 ID a ID".into(), "ERR syntax error"),
-        ("CC.ACQUIRE k 1 10 MS MS".into(), "ERR syntax error"),
-        ("CC.ACQUIRE k 1 10 EXTRA".into(), "ERR syntax error"),
+        ("CC.ACQUIRE k 1 10 ID".into(), "ERR ID needs a value"),
+        ("CC.ACQUIRE k 1 10 ID a ID".into(), "ERR ID given twice"),
+        ("CC.ACQUIRE k 1 10 ID a ID b".into(), "ERR ID given twice"),
+        ("CC.ACQUIRE k 1 10 MS MS".into(), "ERR MS given twice"),
+        (
+            "CC.ACQUIRE k 1 10 EXTRA".into(),
+            "ERR unknown option 'EXTRA'",
+        ),
+        ("CC.RELEASE k a EXTRA".into(), "ERR unknown option 'EXTRA'"),
+        ("CC.RENEW k a 10 MS".into(), "ERR unknown option 'MS'"),
         (
             format!("CC.ACQUIRE k 1 10 ID {long_id}"),
             "ERR invalid ID: at most 1024 bytes",
@@ -280,7 +286,7 @@ fn errors_have_exact_texts_and_write_nothing() {
             "CC.PEEK k".into(),
             "ERR wrong number of arguments for 'cc.peek' command",
         ),
-        ("CC.PEEK k 1 X".into(), "ERR syntax error"),
+        ("CC.PEEK k 1 X".into(), "ERR unknown option 'X'"),
         (
             "CC.HOLD k a 5 5".into(),
             "ERR invalid CC.HOLD: needs now >= 0 and an expiry after now",

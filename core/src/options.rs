@@ -39,7 +39,8 @@ impl<'a> Found<'a> {
 
     /// The value of the `i`-th option (a keyword), if given.
     pub fn value(&self, i: usize) -> Option<&'a [u8]> {
-        self.has(i).then(|| self.values.get(i).copied().unwrap_or_default())
+        self.has(i)
+            .then(|| self.values.get(i).copied().unwrap_or_default())
     }
 }
 
@@ -225,12 +226,18 @@ mod tests {
             OptionError::Unknown(b"5")
         );
         let named = &[Opt::Quantity(Some("QUANTITY")), Opt::Flag("MS")];
-        assert_eq!(read_all(named, &[b"quantity", b"4"]).unwrap().0.quantity, Some(4));
+        assert_eq!(
+            read_all(named, &[b"quantity", b"4"]).unwrap().0.quantity,
+            Some(4)
+        );
         assert_eq!(
             read_all(named, &[b"QUANTITY"]).unwrap_err(),
             OptionError::NeedsValue("QUANTITY")
         );
-        assert_eq!(read_all(named, &[b"4"]).unwrap_err(), OptionError::Unknown(b"4"));
+        assert_eq!(
+            read_all(named, &[b"4"]).unwrap_err(),
+            OptionError::Unknown(b"4")
+        );
     }
 
     #[test]

@@ -96,7 +96,10 @@ fn split_unit(arg: &[u8]) -> (&[u8], i64) {
 /// A number that failed to parse: out of range if it is well-formed
 /// (digits, at most one dot and 9 decimals) but too large.
 fn too_large_or_malformed(number: &[u8]) -> DurationError {
-    let body = number.strip_prefix(b"-").or(number.strip_prefix(b"+")).unwrap_or(number);
+    let body = number
+        .strip_prefix(b"-")
+        .or(number.strip_prefix(b"+"))
+        .unwrap_or(number);
     let (whole, frac) = match body.iter().position(|&b| b == b'.') {
         Some(dot) => (&body[..dot], &body[dot + 1..]),
         None => (body, &[][..]),
@@ -249,7 +252,12 @@ mod tests {
         ] {
             assert_eq!(duration(bad), Err(DurationError::Malformed), "{bad:?}");
         }
-        for big in [&b"9223372037"[..], b"106752d", b"99999999999999999999999h", b"9223372037s"] {
+        for big in [
+            &b"9223372037"[..],
+            b"106752d",
+            b"99999999999999999999999h",
+            b"9223372037s",
+        ] {
             assert_eq!(duration(big), Err(DurationError::OutOfRange), "{big:?}");
         }
     }
@@ -261,7 +269,7 @@ mod tests {
         }
 
         #[test]
-        fn unit_durations_scale_exactly(n in 0i64..1_000_000, unit in 0usize..5) {
+        fn unit_durations_scale_exactly(n in 0i64..100_000, unit in 0usize..5) {
             let (suffix, nanos) = [("ms", 1_000_000), ("s", NANOS_PER_SEC), ("m", 60 * NANOS_PER_SEC),
                 ("h", 3_600 * NANOS_PER_SEC), ("d", 86_400 * NANOS_PER_SEC)][unit];
             prop_assert_eq!(duration(format!("{n}{suffix}").as_bytes()), Ok(n * nanos));

@@ -26,7 +26,14 @@ pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(4, INCR)?;
     let limiter = limiter::fixed(args.word(2), args.word(3), options.value(2), options.has(1))?;
     let quantity = options.quantity.unwrap_or(1);
-    single(ctx, args, limiter, quantity, unit(&options, 3), Access::Write)
+    single(
+        ctx,
+        args,
+        limiter,
+        quantity,
+        unit(&options, 3),
+        Access::Write,
+    )
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {

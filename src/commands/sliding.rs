@@ -24,7 +24,14 @@ pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(4, ALLOW)?;
     let limiter = limiter::sliding(args.word(2), args.word(3), options.has(1))?;
     let quantity = options.quantity.unwrap_or(1);
-    single(ctx, args, limiter, quantity, unit(&options, 2), Access::Write)
+    single(
+        ctx,
+        args,
+        limiter,
+        quantity,
+        unit(&options, 2),
+        Access::Write,
+    )
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {

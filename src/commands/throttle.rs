@@ -21,7 +21,14 @@ pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(5, THROTTLE)?;
     let limiter = params(args)?;
     let quantity = options.quantity.unwrap_or(1);
-    single(ctx, args, limiter, quantity, unit(&options, 1), Access::Write)
+    single(
+        ctx,
+        args,
+        limiter,
+        quantity,
+        unit(&options, 1),
+        Access::Write,
+    )
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
