@@ -37,6 +37,13 @@ use std::path::{Path, PathBuf};
 /// this count raised, deliberately.
 const NOT_REPLAYED: usize = 1;
 
+/// Command pages without an example session: what they take is a
+/// serialized payload, shown in their error tables.
+const NO_SESSION: &[&str] = &["docs/commands/cc.load.md", "docs/commands/sw.load.md"];
+
+/// Errors of `src/error.rs` no call can trigger.
+const UNREACHABLE: &[&str] = &["ERR internal error in redis-cell; the command was not applied"];
+
 #[test]
 fn every_example_and_every_documented_error_is_what_the_server_answers() {
     let pages = pages();
@@ -44,6 +51,7 @@ fn every_example_and_every_documented_error_is_what_the_server_answers() {
     let c = &mut s.conn();
     let mut failures = Vec::new();
     let mut counts = Counts::default();
+    let mut triggered = std::collections::BTreeSet::new();
     for page in &pages {
         let text = std::fs::read_to_string(page).unwrap();
         let name = page
@@ -66,11 +74,32 @@ fn every_example_and_every_documented_error_is_what_the_server_answers() {
                 Kind::Code(lang) => *counts.code.entry(lang.clone()).or_default() += 1,
             }
         }
+        if name.starts_with("docs/commands/") {
+            if doc.errors.is_empty() {
+                failures.push(format!(
+                    "{name}: no error table (`| condition | example | reply |`)"
+                ));
+            }
+            let sessions = doc
+                .blocks
+                .iter()
+                .filter(|b| matches!(b.kind, Kind::Session(_)))
+                .count();
+            if sessions == 0 && !NO_SESSION.contains(&name.as_str()) {
+                failures.push(format!("{name}: no example session"));
+            }
+        }
         for row in &doc.errors {
             counts.errors += 1;
+            triggered.insert(row.reply.clone());
             trigger(&s, c, &name, row, &mut failures);
         }
         counts.references += doc.references;
+    }
+    for text in error_texts() {
+        if !triggered.contains(&text) && !UNREACHABLE.contains(&text.as_str()) {
+            failures.push(format!("src/error.rs: `{text}` is in no error table"));
+        }
     }
     eprintln!(
         "{} pages: {} sessions ({} commands) replayed, {} documented errors triggered, \
@@ -99,6 +128,20 @@ fn every_example_and_every_documented_error_is_what_the_server_answers() {
         counts.not_replayed
     );
     assert!(counts.sessions > 30 && counts.errors > 100, "{counts:?}");
+}
+
+/// The fixed error texts of `src/error.rs` (`CmdError::Reply("...")`).
+fn error_texts() -> Vec<String> {
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/error.rs"))
+        .expect("src/error.rs");
+    source
+        .split("CmdError::Reply(")
+        .skip(1)
+        .filter_map(|rest| {
+            let rest = rest.trim_start().strip_prefix('"')?;
+            Some(rest[..rest.find('"')?].to_string())
+        })
+        .collect()
 }
 
 fn pages() -> Vec<PathBuf> {
@@ -661,4 +704,56 @@ fn scalar(v: &Value) -> String {
         Value::ServerError(e) => format!("(error) {e:?}"),
         other => format!("{other:?}"),
     }
+}
+
+#[test]
+fn the_conventions_read_as_documented() {
+    assert_eq!(instant("2023-11-14T22:13:20Z"), Ok(T0));
+    assert_eq!(instant("2023-11-14T22:13:20.5Z"), Ok(T0 + 500 * MS));
+    assert_eq!(instant("1970-01-01T00:00:00Z"), Ok(0));
+    assert_eq!(instant("2024-03-01T00:00:00Z"), Ok(1_709_251_200 * SEC));
+    assert!(instant("2024-03-01 00:00:00").is_err());
+    assert_eq!(duration("10ms"), Ok(10 * MS));
+    assert_eq!(duration("2h"), Ok(7_200 * SEC));
+    assert!(duration("10").is_err());
+    assert_eq!(
+        words(r##"SW.LOAD k "L\x01 \"#" <3 bytes> {a}:b"##),
+        Ok(vec![
+            b"SW.LOAD".to_vec(),
+            b"k".to_vec(),
+            b"L\x01 \"#".to_vec(),
+            b"xxx".to_vec(),
+            b"{a}:b".to_vec()
+        ])
+    );
+    assert_eq!(words("CC.RELEASE k <1,025 bytes>").unwrap()[2].len(), 1025);
+    assert_eq!(strip_comment(r#"6) "a # b"   # the id"#), r#"6) "a # b""#);
+    assert_eq!(strip_comment("> GET user#1"), "> GET user#1");
+    let nested = Value::Array(vec![
+        Value::Int(1),
+        Value::Array(vec![Value::BulkString(b"a\"\x00".to_vec()), Value::Nil]),
+        Value::Okay,
+    ]);
+    assert_eq!(
+        render(&Ok(nested), "X"),
+        [
+            "1) (integer) 1",
+            "2) 1) \"a\\\"\\x00\"",
+            "   2) (nil)",
+            "3) OK"
+        ]
+    );
+    assert_eq!(
+        render(
+            &Err("ERR wrong number of arguments for 'CL.PEEK' command".into()),
+            "CL.PEEK k"
+        ),
+        ["(error) ERR wrong number of arguments for 'cl.peek' command"]
+    );
+    assert_eq!(
+        cells("| a `x|y` | `B` then `C` | `ERR z` |"),
+        ["a `x|y`", "`B` then `C`", "`ERR z`"]
+    );
+    assert!(is_error_text("ERR z") && is_error_text("WRONGTYPE Operation"));
+    assert!(!is_error_text("CL.THROTTLE") && !is_error_text("OK"));
 }
