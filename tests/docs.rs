@@ -37,6 +37,9 @@ use std::path::{Path, PathBuf};
 /// this count raised, deliberately.
 const NOT_REPLAYED: usize = 1;
 
+/// The HTML comments this test reads; other comments are left alone.
+const DIRECTIVES: &[&str] = &["clock:", "continues", "not replayed"];
+
 /// Command pages without an example session: what they take is a
 /// serialized payload, shown in their error tables.
 const NO_SESSION: &[&str] = &["docs/commands/cc.load.md", "docs/commands/sw.load.md"];
@@ -233,8 +236,10 @@ fn read_page(name: &str, text: &str, failures: &mut Vec<String>) -> Page {
             .trim()
             .strip_prefix("<!--")
             .and_then(|l| l.strip_suffix("-->"))
+            .map(str::trim)
+            .filter(|c| DIRECTIVES.iter().any(|d| c.starts_with(d)))
         {
-            directive = Some((i + 1, comment.trim().to_string()));
+            directive = Some((i + 1, comment.to_string()));
             i += 1;
             continue;
         }
