@@ -23,11 +23,21 @@ pub fn register_all(ctx: &Context) -> Status {
     let mut internal: Option<bool> = None;
     for command in commands::ALL {
         let created = if command.effect && internal != Some(false) {
-            // A server that does not know the flag refuses the command
-            // before registering anything; it is then created without it.
-            let with_flag = create(ctx, command, " internal").is_ok();
-            internal = Some(with_flag);
-            with_flag || create(ctx, command, "").is_ok()
+            match create(ctx, command, " internal") {
+                Ok(()) => {
+                    internal = Some(true);
+                    true
+                }
+                // A server that does not know the flag refuses the command
+                // before registering anything (Redis 6.2 to 7.4, Valkey):
+                // the effects are created without it. Once one effect is
+                // internal, all must be.
+                Err(()) if internal.is_none() => {
+                    internal = Some(false);
+                    create(ctx, command, "").is_ok()
+                }
+                Err(()) => false,
+            }
         } else {
             create(ctx, command, "").is_ok()
         };

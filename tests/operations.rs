@@ -389,7 +389,36 @@ fn the_readme_acl_recipe_grants_every_public_command_and_no_effect() {
             cmd(u, "COMMAND INFO sw.record"),
             Ok(Value::Array(vec![Value::Nil]))
         );
+        assert_eq!(cmd(u, "COMMAND DOCS sw.record"), Ok(Value::Array(vec![])));
+        // Unknown to any client, even one allowed every command, inside
+        // a transaction too (refused when queued, the transaction aborted).
+        cmd(u, "MULTI").unwrap();
+        for line in EFFECT_CALLS {
+            let name = line.split(' ').next().unwrap();
+            let e = err(u, line);
+            assert!(
+                e.starts_with(&format!("ERR unknown command '{name}'")),
+                "{line}: {e}"
+            );
+        }
+        assert!(err(u, "EXEC").starts_with("EXECABORT"));
     }
+}
+
+/// The load log line says what the module found on this server.
+#[test]
+fn the_load_log_says_what_was_detected() {
+    let s = Server::start();
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let v = server_version();
+    let want = format!(
+        "command docs and key specs: {}; ACL categories @ratelimit and @ratelimit-internal: {}; internal commands: {}; absolute expiry: yes",
+        yes_no(v.has_7_0()),
+        yes_no(has_module_acl_categories()),
+        yes_no(v.has_internal_commands()),
+    );
+    let log = s.log();
+    assert!(log.contains(&want), "no {want:?} in the log:\n{log}");
 }
 
 /// What the app user does reaches a replica and the AOF as effects, which
