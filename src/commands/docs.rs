@@ -77,6 +77,14 @@ const fn word(word: &'static str) -> Arg {
     }
 }
 
+/// Arguments that follow a word of their own (`GCRA max_burst ...`).
+const fn block(word: &'static str, args: &'static [Arg]) -> Arg {
+    Arg {
+        token: Some(word),
+        ..arg(word, Block(args))
+    }
+}
+
 const fn keyword_required(token: &'static str, name: &'static str, kind: ArgKind) -> Arg {
     Arg {
         token: Some(token),
@@ -157,28 +165,19 @@ pub const CL_THROTTLEALL: Docs = Docs {
         multiple(
             "limiter",
             OneOf(&[
-                Arg {
-                    token: Some("GCRA"),
-                    ..arg(
-                        "gcra",
-                        Block(&[
-                            arg("max_burst", Integer),
-                            arg("count_per_period", Integer),
-                            arg("period", Duration),
-                        ]),
-                    )
-                },
-                Arg {
-                    token: Some("SW"),
-                    ..arg(
-                        "sw",
-                        Block(&[arg("limit", Integer), arg("window", Duration), flag("APPROX")]),
-                    )
-                },
-                Arg {
-                    token: Some("FW"),
-                    ..arg("fw", Block(&[arg("limit", Integer), WINDOW_OR_UNIT]))
-                },
+                block(
+                    "GCRA",
+                    &[
+                        arg("max_burst", Integer),
+                        arg("count_per_period", Integer),
+                        arg("period", Duration),
+                    ],
+                ),
+                block(
+                    "SW",
+                    &[arg("limit", Integer), arg("window", Duration), flag("APPROX")],
+                ),
+                block("FW", &[arg("limit", Integer), WINDOW_OR_UNIT]),
             ]),
         ),
         keyword("QUANTITY", "q", Integer),
