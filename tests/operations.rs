@@ -491,6 +491,8 @@ fn effects_of_the_readme_acl_user_reach_replicas_and_the_aof() {
         ..aof()
     });
     assert_eq!(snapshot(&mut restarted.conn(), &keys), before);
+    drop(restarted);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Key specs say what each command does with its key, and ACL checks them:
