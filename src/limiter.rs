@@ -204,25 +204,21 @@ impl Limiter {
                 let found = counter(key)?;
                 let outcome = fw.decide(found, now, quantity);
                 let current = found.and_then(|c| c.expire_at_ms);
-                Ok(match outcome.effect {
-                    Effect::None => nothing(outcome.verdict),
+                let write = match outcome.effect {
+                    Effect::None => Write::None,
                     Effect::Store {
                         count,
                         expire_at_ms,
-                    } => Decided {
-                        verdict: outcome.verdict,
-                        write: Write::Count {
-                            count,
-                            expire_at_ms,
-                            current,
-                        },
-                        repair: None,
+                    } => Write::Count {
+                        count,
+                        expire_at_ms,
+                        current,
                     },
-                    Effect::Expire { expire_at_ms } => Decided {
-                        verdict: outcome.verdict,
-                        write: Write::None,
-                        repair: Some(expire_at_ms),
-                    },
+                };
+                Ok(Decided {
+                    verdict: outcome.verdict,
+                    write,
+                    repair: outcome.repair,
                 })
             }
         }
@@ -317,16 +313,16 @@ fn window_written(
 }
 
 impl Decided {
-    /// Writes what the call writes: the repair, and the write itself when
-    /// the call goes ahead.
+    /// Writes what the call writes: the write itself when the call goes
+    /// ahead (which sets the expiry a repair would), otherwise the repair.
     pub fn apply(&self, key: &mut Key, goes_ahead: bool) -> Result<(), CmdError> {
-        if let Some(expire_at_ms) = self.repair {
-            key.expire_at(expire_at_ms)?;
+        if goes_ahead && self.write != Write::None {
+            return apply(key, self.write);
         }
-        if goes_ahead {
-            apply(key, self.write)?;
+        match self.repair {
+            Some(expire_at_ms) => key.expire_at(expire_at_ms),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 

@@ -445,3 +445,42 @@ fn replicas_and_the_aof_get_the_effects_as_one_transaction() {
     let one = ["MULTI", "SET", "SW.RECORD", "SW.RECORD", "SET", "EXEC"];
     assert_eq!(names, [one, one].concat(), "the AOF");
 }
+
+/// A fixed-window counter found without a TTL gets the end of its window
+/// as its expiry whatever the call decides: refused by itself, allowed, or
+/// allowed by itself and refused by another limiter (where nothing else
+/// is written); and replicas get the same expiry.
+#[test]
+fn a_counter_without_ttl_gets_its_window_even_when_another_limiter_refuses() {
+    let master = Server::start();
+    let replica = replica_of(&master, vec![]);
+    let m = &mut master.conn();
+    six(m, "CL.THROTTLEALL 1 g GCRA 0 1 60"); // g is now full
+    cmd(m, "SET stuck 2").unwrap();
+    cmd(m, "SET stuck2 2").unwrap();
+    // The counter has room, the GCRA refuses: only the repair is written.
+    assert_eq!(
+        six(m, "CL.THROTTLEALL 2 g stuck GCRA 0 1 60 FW 5 30"),
+        [1, 1, 0, 60, 60, 1]
+    );
+    assert_eq!(get(m, "stuck").as_deref(), Some("2"));
+    assert_eq!(pttl(m, "stuck"), 30_000);
+    // The same with an aligned window, and the counter first.
+    assert_eq!(
+        six(m, "CL.THROTTLEALL 2 stuck2 g FW 5 40 ALIGN GCRA 0 1 60"),
+        [1, 1, 0, 60, 60, 2]
+    );
+    assert_eq!(get(m, "stuck2").as_deref(), Some("2"));
+    assert_eq!(expire_time_ms(m, "stuck2"), (T0 / MS / 40_000 + 1) * 40_000);
+    cmd(m, "WAIT 1 5000").unwrap();
+    let keys: Vec<String> = ["g", "stuck", "stuck2"].map(String::from).to_vec();
+    assert_eq!(snapshot(&mut replica.conn(), &keys), snapshot(m, &keys));
+    // Allowed by all: the counter is written with that same expiry.
+    cmd(m, "SET stuck3 2").unwrap();
+    assert_eq!(
+        six(m, "CL.THROTTLEALL 1 stuck3 FW 5 30"),
+        [0, 5, 2, -1, 30, 1]
+    );
+    assert_eq!(get(m, "stuck3").as_deref(), Some("3"));
+    assert_eq!(pttl(m, "stuck3"), 30_000);
+}
