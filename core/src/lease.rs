@@ -7,6 +7,7 @@
 
 use crate::reply::Verdict;
 use crate::ParamError;
+use std::collections::HashSet;
 
 /// The leases of one key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -193,19 +194,32 @@ impl Leases {
         }
         let mut pos = 1;
         let count = get_varint(data, &mut pos)?;
-        let mut held: Vec<Lease> = Vec::new();
+        // Each lease takes at least two bytes (an id length and an expiry):
+        // a count beyond that is a lie, and must not size any allocation.
+        let count = usize::try_from(count)
+            .ok()
+            .filter(|&n| n <= data.len().saturating_sub(pos) / 2)?;
+        let mut held: Vec<Lease> = Vec::with_capacity(count);
+        // Ids seen so far, as slices of `data`: a set, so that finding a
+        // repeated id stays linear in the leases (a payload may hold
+        // hundreds of thousands; comparing each with every earlier one
+        // blocked the server for seconds).
+        let mut seen: HashSet<&[u8]> = HashSet::with_capacity(count);
         for _ in 0..count {
             let len = usize::try_from(get_varint(data, &mut pos)?).ok()?;
             if len > MAX_ID {
                 return None;
             }
-            let id = data.get(pos..pos.checked_add(len)?)?.to_vec();
+            let id = data.get(pos..pos.checked_add(len)?)?;
             pos += len;
             let expires_at = i64::try_from(get_varint(data, &mut pos)?).ok()?;
-            if held.iter().any(|l| l.id == id) {
+            if !seen.insert(id) {
                 return None;
             }
-            held.push(Lease { id, expires_at });
+            held.push(Lease {
+                id: id.to_vec(),
+                expires_at,
+            });
         }
         (pos == data.len()).then_some(Self { held })
     }
@@ -270,6 +284,28 @@ mod tests {
         assert_eq!(acquire(&mut l, 2, T0 + 14 * S, b"d"), [0, 2, 0, -1, 10]);
         assert_eq!(l.verdict(2, T0 + 14 * S).to_reply(), [1, 2, 0, 1, 10]);
         assert_eq!(Leases::new().verdict(0, T0).to_reply(), [1, 0, 0, -1, 0]);
+    }
+
+    #[test]
+    fn large_sets_decode_and_a_repeated_id_anywhere_is_refused() {
+        let held = (0..100_000u32)
+            .map(|i| Lease {
+                id: format!("lease-{i}").into_bytes(),
+                expires_at: T0 + S,
+            })
+            .collect();
+        let l = Leases { held };
+        let bytes = l.encode();
+        assert_eq!(Leases::decode(&bytes), Some(l.clone()));
+        // The last id repeats the first: refused, wherever it is.
+        let mut twice = l.clone();
+        twice.held.last_mut().unwrap().id = b"lease-0".to_vec();
+        assert_eq!(Leases::decode(&twice.encode()), None);
+        // A count beyond what the bytes can hold is refused up front.
+        let mut lying = vec![FORMAT_VERSION];
+        put_varint(&mut lying, u64::MAX >> 1);
+        lying.extend_from_slice(&[0, 1]);
+        assert_eq!(Leases::decode(&lying), None);
     }
 
     proptest! {
