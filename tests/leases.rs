@@ -378,3 +378,31 @@ fn writes_fire_events() {
         ]
     );
 }
+
+#[test]
+fn renewing_to_a_shorter_lease_answers_the_shorter_reset() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 60 ID a").0,
+        [0, 5, 4, -1, 60]
+    );
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 10 ID a").0,
+        [0, 5, 4, -1, 10]
+    );
+    assert_eq!(pttl(c, "short"), 10_000);
+    assert_eq!(five(c, "CC.PEEK short 5"), [0, 5, 4, -1, 10]);
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 2.5 ID a MS").0,
+        [0, 5, 4, -1, 2_500]
+    );
+    assert_eq!(pttl(c, "short"), 2_500);
+    // Another lease that lasts longer still sets the reset.
+    acquire(c, "CC.ACQUIRE short 5 30 ID b");
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 10 ID a").0,
+        [0, 5, 3, -1, 30]
+    );
+    assert_eq!(five(c, "CC.PEEK short 5"), [0, 5, 3, -1, 30]);
+}

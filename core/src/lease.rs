@@ -86,8 +86,11 @@ impl Leases {
         let held = self.live(now).count() as i64;
         if renewed || held < limit {
             let after = if renewed { held } else { held + 1 };
+            // A renewed lease's old expiry is replaced, not kept: renewing
+            // to a shorter lease shortens the reset.
             let last = self
                 .live(now)
+                .filter(|l| id != Some(l.id.as_slice()))
                 .map(|l| l.expires_at)
                 .fold(expires_at, i64::max);
             let verdict = Verdict {
@@ -308,9 +311,30 @@ mod tests {
         assert_eq!(Leases::decode(&lying), None);
     }
 
+    #[test]
+    fn renewing_to_a_shorter_lease_shortens_the_reset() {
+        let mut l = Leases::new();
+        let (a, v) = l.acquire(5, T0, 60 * S, Some(b"a")).unwrap();
+        assert_eq!(v.to_reply(), [0, 5, 4, -1, 60]);
+        if let Acquire::Hold { expires_at, .. } = a {
+            l.hold(b"a", expires_at, T0);
+        }
+        let (a, v) = l.acquire(5, T0, 10 * S, Some(b"a")).unwrap();
+        assert_eq!(v.to_reply(), [0, 5, 4, -1, 10]);
+        if let Acquire::Hold { expires_at, .. } = a {
+            l.hold(b"a", expires_at, T0);
+        }
+        assert_eq!(l.verdict(5, T0).to_reply(), [0, 5, 4, -1, 10]);
+        // Another, longer lease still sets the reset.
+        l.hold(b"b", T0 + 30 * S, T0);
+        let (_, v) = l.acquire(5, T0, 10 * S, Some(b"a")).unwrap();
+        assert_eq!(v.to_reply(), [0, 5, 3, -1, 30]);
+    }
+
     proptest! {
         /// Never more than `limit` live leases; a refusal's wait is when a
-        /// slot frees; encoding round-trips.
+        /// slot frees; encoding round-trips; what an acquisition answers is
+        /// what a peek right after it sees.
         #[test]
         fn never_more_than_the_limit(
             limit in 0i64..6,
@@ -328,6 +352,9 @@ mod tests {
                             Acquire::Hold { expires_at, renewed } => {
                                 prop_assert_eq!(renewed, l.holds(&id, now));
                                 l.hold(&id, expires_at, now);
+                                let after = l.verdict(limit, now);
+                                prop_assert_eq!(v.reset_after, after.reset_after);
+                                prop_assert_eq!(v.remaining, after.remaining);
                             }
                             Acquire::Refused => {
                                 prop_assert!(v.limited);
