@@ -185,6 +185,21 @@ pub fn unrecord(state: Option<Counter>, window: i64, at: i64, quantity: i64) -> 
 }
 
 impl Counter {
+    /// Whether the commands can produce this state: a window of at least
+    /// 1 ns, counts of at least 0, a window index of at least 0 (instants
+    /// at or after the epoch) and an expiry, the end of the window after
+    /// the current one, within 64 bits of nanoseconds.
+    pub fn is_valid(&self) -> bool {
+        self.window >= 1
+            && self.index >= 0
+            && self.previous >= 0
+            && self.current >= 0
+            && i128::from(self.index)
+                .checked_add(2)
+                .map(|i| i * i128::from(self.window))
+                .is_some_and(|end| end <= i128::from(i64::MAX))
+    }
+
     /// When the key can expire: once both counts have weight zero.
     pub fn expire_at_ms(&self) -> i64 {
         let end = (i128::from(self.index) + 2) * i128::from(self.window);
