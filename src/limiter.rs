@@ -137,10 +137,23 @@ pub fn window(word: &[u8]) -> Result<i64, CmdError> {
 }
 
 impl Limiter {
+    /// The error every limiter answers, before reading or writing anything,
+    /// for a call at `now` whose arithmetic would pass the end of 64-bit
+    /// nanoseconds (2262; see `cell_core::within_64_bits`).
+    pub fn check(&self, now: i64) -> Result<(), CmdError> {
+        Ok(match self {
+            Limiter::Gcra(g) => g.check(now),
+            Limiter::Exact(sw) => sw.check(now),
+            Limiter::Approx(a) => a.check(now),
+            Limiter::Fixed(fw) => fw.check(now),
+        }?)
+    }
+
     /// Decides a request of `quantity` at `now` on `key`, reading its state
     /// (WRONGTYPE or an `ERR` for state of another kind) and writing
     /// nothing.
     pub fn decide(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Decided, CmdError> {
+        self.check(now)?;
         let nothing = |verdict| Decided {
             verdict,
             write: Write::None,
@@ -230,6 +243,7 @@ impl Limiter {
     /// and answers what the limiter's peek answers afterwards. A refund that
     /// empties the limiter deletes the key; an absent key stays absent.
     pub fn refund(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Verdict, CmdError> {
+        self.check(now)?;
         match self {
             Limiter::Gcra(g) => {
                 if let Some(tat) = key.integer(error::INVALID_TAT)? {
@@ -363,6 +377,7 @@ pub fn record(
     quantity: i64,
     approx: bool,
 ) -> Result<(), CmdError> {
+    within_64_bits(window, at, approx)?;
     let bad = |_| error::BAD_RECORD;
     let expire = match window_state(key, approx)? {
         Some(state) => {
@@ -408,6 +423,7 @@ pub fn unrecord(
     quantity: i64,
     approx: bool,
 ) -> Result<bool, CmdError> {
+    within_64_bits(window, at, approx)?;
     let Some(state) = window_state(key, approx)? else {
         return Ok(false);
     };
@@ -424,6 +440,17 @@ pub fn unrecord(
         expire => window_written(key, c"sw.refund", expire)?,
     }
     Ok(true)
+}
+
+/// The end-of-2262 rule for a window effect at `at`, as for the call that
+/// made it.
+fn within_64_bits(window: i64, at: i64, approx: bool) -> Result<(), CmdError> {
+    let checked = if approx {
+        sliding_approx::check(window, at)
+    } else {
+        sliding::check(window, at)
+    };
+    Ok(checked?)
 }
 
 /// `SW.RECORD` or `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`,

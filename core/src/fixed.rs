@@ -82,14 +82,26 @@ impl FixedWindow {
         })
     }
 
-    /// The end (Unix ms, rounded up so a window never ends early) of a
-    /// window that would start now.
-    fn new_window_end_ms(&self, now: i64) -> i64 {
-        let end = match self.span {
+    /// The end (ns) of a window that would start now.
+    fn new_window_end(&self, now: i64) -> i128 {
+        match self.span {
             Span::Rolling(w) => i128::from(now) + i128::from(w),
             Span::Aligned(w) => (i128::from(now).div_euclid(i128::from(w)) + 1) * i128::from(w),
             Span::Calendar(unit, offset) => calendar::period_end(now, unit, offset),
-        };
+        }
+    }
+
+    /// Whether a call at `now` stays within 64-bit nanoseconds: a window
+    /// starting now ends within them (see [`crate::within_64_bits`]).
+    /// [`FixedWindow::decide`] and [`FixedWindow::refund`] assume it.
+    pub fn check(&self, now: i64) -> Result<(), ParamError> {
+        crate::within_64_bits(self.new_window_end(now))
+    }
+
+    /// The end (Unix ms, rounded up so a window never ends early) of a
+    /// window that would start now.
+    fn new_window_end_ms(&self, now: i64) -> i64 {
+        let end = self.new_window_end(now);
         let ms = i128::from(NANOS_PER_MILLI);
         saturate((end + ms - 1).div_euclid(ms))
     }

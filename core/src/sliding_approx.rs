@@ -60,6 +60,13 @@ impl ApproxWindow {
         self.window
     }
 
+    /// Whether a call at `now` stays within 64-bit nanoseconds: a state
+    /// counted now expires at the end of the window after the current one
+    /// (see [`crate::within_64_bits`]). [`ApproxWindow::decide`] assumes it.
+    pub fn check(&self, now: i64) -> Result<(), ParamError> {
+        check(self.window, now)
+    }
+
     /// The estimated count at `elapsed` nanoseconds into the current window.
     fn estimate(&self, previous: i64, current: i64, elapsed: i64) -> i128 {
         let w = i128::from(self.window);
@@ -147,6 +154,14 @@ impl ApproxWindow {
         }
         saturate(2 * w - i128::from(elapsed))
     }
+}
+
+/// Whether a state counted at `at` in windows of `window` ns expires
+/// within 64-bit nanoseconds: at the end of the window after the one
+/// holding `at` (see [`crate::within_64_bits`]).
+pub fn check(window: i64, at: i64) -> Result<(), ParamError> {
+    let w = i128::from(window.max(1));
+    crate::within_64_bits((i128::from(at).div_euclid(w) + 2) * w)
 }
 
 /// The state as of `now`: rolled forward to the fixed window containing
