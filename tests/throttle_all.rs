@@ -89,6 +89,10 @@ fn errors_have_exact_texts_and_write_nothing() {
         ("CL.THROTTLEALL -1 a SW 1 1", numkeys),
         ("CL.THROTTLEALL x a SW 1 1", numkeys),
         ("CL.THROTTLEALL 3 a SW 1 1", numkeys),
+        (
+            "CL.THROTTLEALL 101 a SW 1 1",
+            "ERR invalid numkeys: at most 100 limiters in one call",
+        ),
         ("CL.THROTTLEALL 2 a b SW 1 1", count),
         ("CL.THROTTLEALL 2 a b SW 1 1 FW 1", count),
         ("CL.THROTTLEALL 1 a SW 1 1 FW 1 1", count),
@@ -483,4 +487,35 @@ fn a_counter_without_ttl_gets_its_window_even_when_another_limiter_refuses() {
     );
     assert_eq!(get(m, "stuck3").as_deref(), Some("3"));
     assert_eq!(pttl(m, "stuck3"), 30_000);
+}
+
+/// At most 100 limiters in one call: 100 are decided and written, 101 (or
+/// any larger count, however many arguments follow) are refused before
+/// anything is read or written.
+#[test]
+fn at_most_one_hundred_limiters_in_one_call() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let call = |n: usize| {
+        let keys: Vec<String> = (0..n).map(|i| format!("{{t}}:{i}")).collect();
+        let limiters = ["GCRA 4 5 60", "SW 5 60", "SW 5 60 APPROX", "FW 5 60"];
+        let mut line = format!("CL.THROTTLEALL {n} {}", keys.join(" "));
+        for i in 0..n {
+            line.push(' ');
+            line.push_str(limiters[i % limiters.len()]);
+        }
+        line
+    };
+    assert_eq!(six(c, &call(100)), [0, 5, 4, -1, 12, 1]);
+    assert_eq!(cmd(c, "DBSIZE").unwrap(), Value::Int(100));
+    cmd(c, "FLUSHALL").unwrap();
+    let too_many = "ERR invalid numkeys: at most 100 limiters in one call";
+    for n in [101, 1_000] {
+        assert_eq!(err(c, &call(n)), too_many, "{n} keys");
+    }
+    assert_eq!(
+        err(c, "CL.THROTTLEALL 9223372036854775807 a FW 1 1"),
+        too_many
+    );
+    assert_eq!(cmd(c, "DBSIZE").unwrap(), Value::Int(0));
 }
