@@ -101,7 +101,7 @@ pub const CL_PEEK: Docs = Docs {
 
 pub const CL_THROTTLEALL: Docs = Docs {
     summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window|unit [TZ offset] [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
-    complexity: "O(N) in the limiters, each as its own command",
+    complexity: "O(N) in the limiters (at most 100), each as its own command",
     arity: -6,
     args: &[
         arg("numkeys", Integer),
