@@ -156,7 +156,7 @@ pub const CL_PEEK: Docs = Docs {
 
 pub const CL_THROTTLEALL: Docs = Docs {
     summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA, SW or FW, with the parameters of CL.THROTTLE, SW.ALLOW or FW.INCR) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
-    complexity: "O(N) in the limiters, each as its own command",
+    complexity: "O(N) in the limiters (at most 100), each as its own command",
     arity: -6,
     args: &[
         arg("numkeys", Integer),
