@@ -155,6 +155,11 @@ const WRITE: &str = "write deny-oom fast";
 /// under OOM.
 const REFUND: &str = "write fast";
 const READ: &str = "readonly fast";
+/// The lease commands walk the leases held (up to the largest `limit` their
+/// callers use): linear, so not `fast`.
+const LEASE_WRITE: &str = "write deny-oom";
+const LEASE_REFUND: &str = "write";
+const LEASE_READ: &str = "readonly";
 
 pub const ALL: &[Command] = &[
     Command {
@@ -274,7 +279,7 @@ pub const ALL: &[Command] = &[
         effect: false,
         keys: Keys::First,
         docs: &docs::CC_ACQUIRE,
-        flags: WRITE,
+        flags: LEASE_WRITE,
         entry: cc_acquire,
     },
     Command {
@@ -284,7 +289,7 @@ pub const ALL: &[Command] = &[
         effect: false,
         keys: Keys::First,
         docs: &docs::CC_RELEASE,
-        flags: REFUND,
+        flags: LEASE_REFUND,
         entry: cc_release,
     },
     Command {
@@ -294,7 +299,7 @@ pub const ALL: &[Command] = &[
         effect: false,
         keys: Keys::First,
         docs: &docs::CC_RENEW,
-        flags: REFUND,
+        flags: LEASE_REFUND,
         entry: cc_renew,
     },
     Command {
@@ -304,7 +309,7 @@ pub const ALL: &[Command] = &[
         effect: false,
         keys: Keys::First,
         docs: &docs::CC_PEEK,
-        flags: READ,
+        flags: LEASE_READ,
         entry: cc_peek,
     },
     // The effects replicas and the AOF replay for the commands above.
