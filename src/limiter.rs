@@ -19,7 +19,7 @@ use redis_module::raw;
 use std::ffi::CStr;
 
 /// One limit on one key.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Limiter {
     Gcra(Gcra),
     Exact(SlidingWindow),
