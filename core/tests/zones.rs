@@ -237,6 +237,16 @@ fn the_bundled_copy_serves_names_the_system_lacks() {
 }
 
 #[test]
+fn the_readme_names_the_bundled_release() {
+    let readme = include_str!("../../README.md");
+    let version = zoned::bundled_version();
+    assert!(
+        readme.contains(&format!("tzdata {version}")),
+        "README.md must say that the bundled copy is tzdata {version}"
+    );
+}
+
+#[test]
 fn the_cache_is_bounded_and_refreshes() {
     let mut zones = Zones::new();
     let t0 = 1_000u64;

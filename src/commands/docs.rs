@@ -100,7 +100,7 @@ pub const CL_PEEK: Docs = Docs {
 };
 
 pub const CL_THROTTLEALL: Docs = Docs {
-    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window|unit [TZ offset] [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
+    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window|unit [TZ zone] [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
     complexity: "O(N) in the limiters, each as its own command",
     arity: -6,
     args: &[
@@ -163,7 +163,7 @@ pub const FW_REFUND: Docs = Docs {
         arg("key", Key),
         arg("limit", Integer),
         arg("window", ArgKind::String),
-        keyword("TZ", "offset", ArgKind::String),
+        keyword("TZ", "zone", ArgKind::String),
         arg("quantity", Integer),
         optional("ALIGN", Token),
         optional("MS", Token),
@@ -211,14 +211,14 @@ pub const SW_PEEK: Docs = Docs {
 };
 
 pub const FW_INCR: Docs = Docs {
-    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is in seconds, or a calendar unit (minute, hour, day, week, month, year) at an optional TZ offset.",
+    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is in seconds, or a calendar unit (minute, hour, day, week, month, year) in an optional TZ: a zone name such as Europe/Berlin, or an offset.",
     complexity: "O(1)",
     arity: -4,
     args: &[
         arg("key", Key),
         arg("limit", Integer),
         arg("window", ArgKind::String),
-        keyword("TZ", "offset", ArgKind::String),
+        keyword("TZ", "zone", ArgKind::String),
         optional("quantity", Integer),
         optional("ALIGN", Token),
         optional("MS", Token),
@@ -233,7 +233,7 @@ pub const FW_PEEK: Docs = Docs {
         arg("key", Key),
         arg("limit", Integer),
         arg("window", ArgKind::String),
-        keyword("TZ", "offset", ArgKind::String),
+        keyword("TZ", "zone", ArgKind::String),
         optional("ALIGN", Token),
         optional("MS", Token),
     ],
