@@ -52,8 +52,10 @@ const MAX_CHANGES: usize = 32;
 /// The zone named `word`: an IANA name such as `Europe/Berlin`, matched
 /// without regard to ASCII case, from the system's database or else from
 /// the bundled copy. `None` for anything else, including `localtime` and
-/// `posixrules` (files of the system's database that name no zone, and
-/// differ from server to server) and longer or non-ASCII words.
+/// `posixrules` (files of the system's database that stand for the
+/// server's own or a default zone, and differ from server to server),
+/// `Etc/Unknown` (jiff's name for a zone it does not know) and longer or
+/// non-ASCII words.
 pub fn find(word: &[u8]) -> Option<TimeZone> {
     find_in(&[jtz::db(), &TimeZoneDatabase::bundled()], word)
 }
@@ -130,12 +132,17 @@ impl Zones {
             zone: zone.clone(),
             found_at: now,
         };
+        // Full: the entry found longest ago makes room.
         let slot = index.or_else(|| {
-            (self.entries.len() >= CACHE_SIZE)
-                .then(|| {
-                    (0..self.entries.len()).min_by_key(|&i| self.entries.get(i).map(|c| c.found_at))
-                })
-                .flatten()
+            if self.entries.len() < CACHE_SIZE {
+                return None;
+            }
+            let oldest = self
+                .entries
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, c)| c.found_at);
+            oldest.map(|(i, _)| i)
         });
         match slot.and_then(|i| self.entries.get_mut(i)) {
             Some(c) => *c = fresh,
