@@ -18,6 +18,7 @@ pub mod parse;
 pub mod reply;
 pub mod sliding;
 pub mod sliding_approx;
+pub mod top;
 pub mod window_state;
 
 /// Nanoseconds in one second.
