@@ -15,6 +15,7 @@ pub mod gcra;
 pub mod lease;
 pub mod options;
 pub mod parse;
+pub mod policy;
 pub mod reply;
 pub mod sliding;
 pub mod sliding_approx;
