@@ -65,7 +65,7 @@ fn create(ctx: &Context, command: &Command) -> Result<(), ()> {
     // Counted keys come from the key spec, or the getkeys API.
     let (first, last, step) = match command.keys {
         Keys::First => (1, 1, 1),
-        Keys::Counted => (0, 0, 0),
+        Keys::Counted | Keys::None => (0, 0, 0),
     };
     // SAFETY: the context is the one Redis passed to OnLoad, the strings are
     // NUL-terminated and copied by Redis, and the entry point is an
@@ -126,7 +126,7 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
         fill_arg(slot, arg, name, token.as_ref());
     }
     let mut key_specs = match command.keys {
-        Keys::First => Vec::new(),
+        Keys::First | Keys::None => Vec::new(),
         // SAFETY: all-zero key specs are plain data; the second one is the
         // array terminator.
         Keys::Counted => vec![counted_key_spec(), unsafe { std::mem::zeroed() }],
@@ -261,4 +261,5 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
             }
         }
     }
+    crate::policy::info(ctx);
 }

@@ -83,6 +83,7 @@ pub const CL_THROTTLE: Docs = Docs {
         arg("period", Double),
         optional("quantity", Integer),
         optional("MS", Token),
+        optional("SHADOW", Token),
     ],
 };
 
@@ -109,6 +110,7 @@ pub const CL_THROTTLEALL: Docs = Docs {
         multiple("limiter", ArgKind::String),
         keyword("QUANTITY", "quantity", Integer),
         optional("MS", Token),
+        optional("SHADOW", Token),
     ],
 };
 
@@ -194,6 +196,7 @@ pub const SW_ALLOW: Docs = Docs {
         optional("quantity", Integer),
         optional("APPROX", Token),
         optional("MS", Token),
+        optional("SHADOW", Token),
     ],
 };
 
@@ -222,6 +225,7 @@ pub const FW_INCR: Docs = Docs {
         optional("quantity", Integer),
         optional("ALIGN", Token),
         optional("MS", Token),
+        optional("SHADOW", Token),
     ],
 };
 
@@ -318,4 +322,39 @@ pub const CC_LOAD: Docs = Docs {
     complexity: "O(N) in the leases",
     arity: 3,
     args: &[arg("key", Key), arg("payload", ArgKind::String)],
+};
+
+pub const CL_LIMIT: Docs = Docs {
+    summary: "Applies a named policy's limiter (see CL.POLICY) to a key: decides, writes and answers exactly as that limiter given as arguments, counts the call for the policy and records a refusal for CL.TOP.",
+    complexity: "O(1), as the policy's limiter",
+    arity: -3,
+    args: &[
+        arg("key", Key),
+        arg("policy", ArgKind::String),
+        optional("quantity", Integer),
+        optional("MS", Token),
+        optional("SHADOW", Token),
+    ],
+};
+
+pub const CL_POLICY: Docs = Docs {
+    summary: "Named policies: SET name limiter [SHADOW] creates or replaces one (live, no reset), GET name answers its limiter, shadow flag and counters, DEL name removes it, LIST names them all. Server configuration, not keys: saved in RDB, replicated, per node in a cluster.",
+    complexity: "O(1); LIST O(N log N) in the policies",
+    arity: -2,
+    args: &[
+        arg("subcommand", ArgKind::String),
+        optional("name", ArgKind::String),
+        multiple("limiter", ArgKind::String),
+    ],
+};
+
+pub const CL_TOP: Docs = Docs {
+    summary: "The keys refused most often (shadow refusals included), by all limiter commands or by one policy, as [key, count, error, shadow] from a bounded Space-Saving summary; RESET empties it after answering.",
+    complexity: "O(N) in the keys answered",
+    arity: -1,
+    args: &[
+        keyword("COUNT", "count", Integer),
+        keyword("POLICY", "policy", ArgKind::String),
+        optional("RESET", Token),
+    ],
 };

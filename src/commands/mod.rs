@@ -5,21 +5,26 @@
 mod docs;
 mod fixed;
 mod lease;
+mod limit;
+mod policy;
 mod refund;
 mod reserve;
 mod sliding;
 mod throttle;
 mod throttle_all;
+mod top;
 
 use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
 use crate::handler::{dispatch, Reply};
 use crate::limiter::Limiter;
+use crate::policy::{registry, Refusal};
 use crate::stats::Stats;
 use crate::store::{Access, Key};
 use cell_core::options::Found;
-use cell_core::reply::Unit;
+use cell_core::policy::Outcome;
+use cell_core::reply::{Unit, Verdict};
 pub use docs::{Arg, ArgKind, Docs};
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
@@ -46,6 +51,9 @@ pub enum Keys {
     /// `numkeys key [key ...]` from the first argument on: a key spec
     /// where the server has them, the getkeys API where it does not.
     Counted,
+    /// No key: server configuration (`CL.POLICY`, `CL.TOP`), accepted on
+    /// any node of a cluster.
+    None,
 }
 
 /// The shape of every single-limiter command: open the key, read the
@@ -65,6 +73,62 @@ fn single(
         decided.apply(&mut key, !decided.verdict.limited)?;
     }
     Ok(Reply::Verdict(decided.verdict, unit))
+}
+
+/// How a limiter call is watched: whether it is in shadow mode (never
+/// refuses) and the policy it came from.
+#[derive(Clone, Copy, Default)]
+pub struct Watch<'a> {
+    pub shadow: bool,
+    pub policy: Option<&'a [u8]>,
+}
+
+/// The shape of every single-limiter command that writes: [`single`], then
+/// the policy's counters and the refusal's record for `CL.TOP`, and in
+/// shadow mode a refusal answered as allowed (`limited` 0, `retry_after`
+/// -1, the other three integers as enforced). What is written is what
+/// enforcing writes.
+fn enforce(
+    ctx: &Context,
+    args: &Args,
+    limiter: Limiter,
+    quantity: i64,
+    unit: Unit,
+    watch: Watch,
+) -> Result<Reply, CmdError> {
+    let mut key = open_key(ctx, args, Access::Write)?;
+    let decided = match limiter.decide(&mut key, clock::now_nanos(), quantity) {
+        Ok(decided) => decided,
+        Err(e) => {
+            if watch.policy.is_some() {
+                registry().record(watch.policy, Outcome::Error, None);
+            }
+            return Err(e);
+        }
+    };
+    decided.apply(&mut key, !decided.verdict.limited)?;
+    let v = decided.verdict;
+    if v.limited || watch.policy.is_some() {
+        let outcome = match (v.limited, watch.shadow) {
+            (false, _) => Outcome::Allowed,
+            (true, false) => Outcome::Refused,
+            (true, true) => Outcome::ShadowRefused,
+        };
+        let refusal = v.limited.then(|| Refusal {
+            key: args.word(1),
+            shadow: watch.shadow,
+        });
+        registry().record(watch.policy, outcome, refusal);
+    }
+    if v.limited && watch.shadow {
+        let shown = Verdict {
+            limited: false,
+            retry_after: None,
+            ..v
+        };
+        return Ok(Reply::Shadowed(shown, None, unit));
+    }
+    Ok(Reply::Verdict(v, unit))
 }
 
 /// Opens the key of a single-key command (its first argument).
@@ -121,6 +185,9 @@ entry!(cc_drop, lease::drop_effect, CC_DROP);
 entry!(cc_load, lease::load, CC_LOAD);
 entry!(fw_incr, fixed::incr, FW_INCR);
 entry!(fw_peek, fixed::peek, FW_PEEK);
+entry!(cl_limit, limit::limit, CL_LIMIT);
+entry!(cl_policy, policy::policy, CL_POLICY);
+entry!(cl_top, top::top, CL_TOP);
 
 const WRITE: &str = "write deny-oom fast";
 /// Refunds and releases free what they touch (or keep its size): allowed
@@ -248,6 +315,32 @@ pub const ALL: &[Command] = &[
         docs: &docs::CC_PEEK,
         flags: READ,
         entry: cc_peek,
+    },
+    Command {
+        name: "cl.limit",
+        stats: &CL_LIMIT,
+        keys: Keys::First,
+        docs: &docs::CL_LIMIT,
+        flags: WRITE,
+        entry: cl_limit,
+    },
+    // SET and DEL refuse themselves on read-only replicas: a `write` flag
+    // would refuse GET and LIST there too.
+    Command {
+        name: "cl.policy",
+        stats: &CL_POLICY,
+        keys: Keys::None,
+        docs: &docs::CL_POLICY,
+        flags: "",
+        entry: cl_policy,
+    },
+    Command {
+        name: "cl.top",
+        stats: &CL_TOP,
+        keys: Keys::None,
+        docs: &docs::CL_TOP,
+        flags: "readonly",
+        entry: cl_top,
     },
     // The effects replicas and the AOF replay for the commands above.
     Command {
