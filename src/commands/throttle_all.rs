@@ -94,11 +94,13 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
             }
         }
     }
-    if verdict.limited && !shown.limited {
-        return Ok(Reply::Shadowed(shown, Some(b_shown + 1), call.unit));
-    }
-    let _ = b_shown;
-    Ok(Reply::Binding(verdict, b + 1, call.unit))
+    Ok(if verdict.limited && !shown.limited {
+        Reply::Shadowed(shown, Some(b_shown + 1), call.unit)
+    } else if verdict.limited {
+        Reply::Binding(shown, b_shown + 1, call.unit)
+    } else {
+        Reply::Binding(verdict, b + 1, call.unit)
+    })
 }
 
 /// Counts an error against every policy of the call.
