@@ -67,6 +67,9 @@ const COMMANDS: &[&str] = &[
     "cc.release",
     "cc.renew",
     "cc.peek",
+    "cl.limit",
+    "cl.policy",
+    "cl.top",
 ];
 
 /// The internal commands that carry effects to replicas and the AOF.
