@@ -173,7 +173,7 @@ fn bad_input() {
         "ERR invalid max_burst: must be 0 or greater"
     );
     assert_eq!(
-        err(c, "CL.POLICY SET p FW 1 60"),
+        err(c, "CL.POLICY SET p FW 1 60 TZ UTC"),
         "ERR TZ needs a calendar window: minute, hour, day, week, month or year"
     );
     assert_eq!(
