@@ -13,7 +13,7 @@
 use crate::error::{self, CmdError};
 use crate::limiter::{self, Limiter};
 use cell_core::policy::{self, Counters, Outcome, Saved};
-use cell_core::top::Top;
+use cell_core::top::{Seeded, Top};
 use redis_module::native_types::RedisType;
 use redis_module::{raw, Context, RedisString, Status};
 use std::collections::HashMap;
@@ -38,7 +38,9 @@ pub struct Policy {
 }
 
 pub struct Registry {
-    policies: HashMap<Vec<u8>, Policy>,
+    /// Looked up by every policy call: the summaries' fast hash (names are
+    /// the operator's).
+    policies: HashMap<Vec<u8>, Policy, Seeded>,
     /// Every limiter command's refusals, policy or not.
     top: Option<Box<Top<Vec<u8>>>>,
     capacity: usize,
@@ -46,7 +48,7 @@ pub struct Registry {
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
     Mutex::new(Registry {
-        policies: HashMap::new(),
+        policies: HashMap::with_hasher(Seeded::new()),
         top: None,
         capacity: DEFAULT_TOP_CAPACITY,
     })
@@ -305,7 +307,7 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
     let Some(saved) = policy::decode(buffer.as_ref()) else {
         return ERR;
     };
-    let mut policies = HashMap::with_capacity(saved.len());
+    let mut policies = HashMap::with_capacity_and_hasher(saved.len(), Seeded::new());
     for s in saved {
         let Ok(limiter) = limiter_of(&s.words) else {
             return ERR;
@@ -338,7 +340,13 @@ pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
     ) else {
         return;
     };
-    let registry = registry();
+    // INFO also runs in a crash report, perhaps with the lock held by the
+    // command that crashed: never wait for it.
+    let registry = match REGISTRY.try_lock() {
+        Ok(r) => r,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
     // SAFETY: a live info context and NUL-terminated names, here and
     // below.
     unsafe {

@@ -19,7 +19,7 @@
 
 use std::borrow::Borrow;
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, Hasher};
 
 /// A key a summary can own, filled from a borrowed form without a new
 /// allocation when an evicted key's storage can be reused.
@@ -51,6 +51,70 @@ impl TopKey for u64 {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// The index's hash: a multiply-rotate mix of 8 bytes at a time, seeded at
+/// random per summary. Several times faster than the standard SipHash on
+/// short keys; a client that made keys collide could at worst make a
+/// lookup scan the index, which never holds more than `capacity` keys.
+#[derive(Clone, Debug)]
+pub struct Seeded(u64);
+
+impl Default for Seeded {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Seeded {
+    pub fn new() -> Self {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(0x5eed);
+        Seeded(h.finish() | 1)
+    }
+}
+
+impl BuildHasher for Seeded {
+    type Hasher = Mix;
+    fn build_hasher(&self) -> Mix {
+        Mix(self.0)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Mix(u64);
+
+const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+
+impl Mix {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0 ^ word).wrapping_mul(MUL).rotate_left(29);
+    }
+}
+
+impl Hasher for Mix {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.add(u64::from_le_bytes(w));
+        }
+        let rest = chunks.remainder();
+        let mut w = [0u8; 8];
+        w[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(w) ^ ((rest.len() as u64) << 56));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        let h = self.0;
+        (h ^ (h >> 32)).wrapping_mul(MUL) ^ (h >> 29)
+    }
+}
 
 #[derive(Clone, Debug)]
 struct Entry {
@@ -89,7 +153,7 @@ pub struct Hitter<'a, R: ?Sized> {
 #[derive(Clone, Debug)]
 pub struct Top<K: TopKey> {
     capacity: usize,
-    index: HashMap<K, u32>,
+    index: HashMap<K, u32, Seeded>,
     /// The key of each entry, by entry position (for eviction).
     keys: Vec<Option<K>>,
     entries: Vec<Entry>,
@@ -108,7 +172,7 @@ impl<K: TopKey> Top<K> {
     pub fn new(capacity: usize) -> Self {
         Self {
             capacity: capacity.min(1 << 31),
-            index: HashMap::new(),
+            index: HashMap::with_hasher(Seeded::new()),
             keys: Vec::new(),
             entries: Vec::new(),
             buckets: Vec::new(),
