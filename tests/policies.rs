@@ -772,3 +772,39 @@ fn replicas_and_failover() {
     });
     assert_eq!(list(r), ["api", "day", "later", "only-on-master"]);
 }
+
+/// A damaged policy set in an RDB file is refused (the server does not
+/// load the file), never a crash.
+#[test]
+fn a_damaged_policy_set_is_refused() {
+    let checksum_off = [("rdbchecksum", "no")];
+    let s = restart(persist_dir("damaged"), &checksum_off);
+    ok(&mut s.conn(), "CL.POLICY SET api GCRA 4 5 1s");
+    cmd(&mut s.conn(), "SAVE").unwrap();
+    let dir = s.stop();
+    let file = dir.join("dump.rdb");
+    let good = std::fs::read(&file).unwrap();
+    let at = good
+        .windows(4)
+        .position(|w| w == b"GCRA")
+        .expect("the limiter's words in the file");
+    // A limiter this module cannot read, and a payload cut short.
+    let mut unreadable = good.clone();
+    unreadable[at + 3] = b'X';
+    let mut short = good.clone();
+    short.truncate(at + 2);
+    for (what, bytes) in [("unreadable limiter", unreadable), ("truncated", short)] {
+        std::fs::write(&file, &bytes).unwrap();
+        let (status, log) = Server::refusing_to_start(Options {
+            config: vec![("rdbchecksum".into(), "no".into())],
+            dir: Some(dir.clone()),
+            ..Options::default()
+        });
+        assert!(status.code().is_some(), "{what}: killed by a signal: {log}");
+        assert!(!log.contains("crashed by signal"), "{what}: {log}");
+    }
+    // The intact file still loads.
+    std::fs::write(&file, &good).unwrap();
+    let s = restart(dir, &checksum_off);
+    assert_eq!(list(&mut s.conn()), ["api"]);
+}
