@@ -18,6 +18,8 @@ pub enum CmdError {
     Twice(&'static str),
     /// `ERR NAME needs a value`.
     NeedsValue(&'static str),
+    /// `ERR unknown policy 'name'`.
+    UnknownPolicy(Shown),
 }
 
 impl CmdError {
@@ -31,6 +33,9 @@ impl CmdError {
             }
             CmdError::Twice(name) => Cow::Owned(format!("ERR {name} given twice")),
             CmdError::NeedsValue(name) => Cow::Owned(format!("ERR {name} needs a value")),
+            CmdError::UnknownPolicy(name) => {
+                Cow::Owned(format!("ERR unknown policy '{}'", name.as_str()))
+            }
         })
     }
 }
@@ -114,8 +119,28 @@ pub const BAD_LEASE: CmdError = CmdError::Reply(
 pub const BAD_MAXWAIT: CmdError = CmdError::Reply(
     "ERR invalid MAXWAIT: expected seconds or a number with a unit: ms, s, m, h or d",
 );
+pub const BAD_POLICY_NAME: CmdError =
+    CmdError::Reply("ERR invalid policy name: 1 to 64 bytes of letters, digits, '_', '.' and '-'");
+pub const TOO_MANY_POLICIES: CmdError =
+    CmdError::Reply("ERR too many policies: at most 10000; delete one first");
+pub const POLICY_LIMITER_WORDS: CmdError = CmdError::Reply(
+    "ERR a policy holds one limiter: GCRA max_burst count_per_period period, SW limit window [APPROX] or FW limit window-or-unit [ALIGN] [TZ zone]",
+);
+pub const POLICY_KIND_CHANGE: CmdError = CmdError::Reply(
+    "ERR a policy keeps its kind (GCRA, SW, SW APPROX or FW), which its keys hold: DEL it first, or use a new name",
+);
+pub const UNKNOWN_SUBCOMMAND: CmdError =
+    CmdError::Reply("ERR unknown CL.POLICY subcommand: expected SET, GET, DEL or LIST");
+pub const BAD_TOP_COUNT: CmdError = CmdError::Reply("ERR invalid COUNT: must be 1 or greater");
+pub const READONLY_REPLICA: CmdError =
+    CmdError::Reply("READONLY You can't write against a read only replica.");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
+
+/// `ERR unknown policy 'name'`, the name shown safely.
+pub fn unknown_policy(name: &[u8]) -> CmdError {
+    CmdError::UnknownPolicy(shown(name))
+}
 
 impl From<ParseError> for CmdError {
     fn from(_: ParseError) -> Self {

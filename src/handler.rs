@@ -16,6 +16,9 @@ pub enum Reply {
     Verdict(Verdict, Unit),
     /// The five integers of the binding limiter and its 1-based index.
     Binding(Verdict, usize, Unit),
+    /// Refused, but answered allowed (shadow mode): the verdict as
+    /// answered, and the binding index for `CL.THROTTLEALL`.
+    Shadowed(Verdict, Option<usize>, Unit),
     /// An admission later: the state after it, and the wait (reported
     /// rounded up) in place of `retry_after`.
     Reserved(Verdict, i64, Unit),
@@ -27,6 +30,32 @@ pub enum Reply {
     KeysReported,
     /// `+OK`.
     Ok,
+    /// Any other reply (`CL.POLICY GET`, `CL.TOP`).
+    Value(Value),
+}
+
+/// A reply of strings, integers and arrays.
+pub enum Value {
+    Int(i64),
+    Bytes(Vec<u8>),
+    Array(Vec<Value>),
+}
+
+fn reply_value(ctx: *mut raw::RedisModuleCtx, value: &Value) {
+    match value {
+        Value::Int(n) => {
+            raw::reply_with_long_long(ctx, *n);
+        }
+        Value::Bytes(b) => {
+            raw::reply_with_string_buffer(ctx, b.as_ptr().cast(), b.len());
+        }
+        Value::Array(items) => {
+            raw::reply_with_array(ctx, items.len() as _);
+            for item in items {
+                reply_value(ctx, item);
+            }
+        }
+    }
 }
 
 /// A command's handler: on error nothing was written and the error is the
@@ -58,6 +87,10 @@ pub fn dispatch(
             reply_integers(ctx, &v.to_reply_in(unit), Some(index as i64));
             Outcome::of(&v)
         }
+        Ok(Reply::Shadowed(v, index, unit)) => {
+            reply_integers(ctx, &v.to_reply_in(unit), index.map(|i| i as i64));
+            Outcome::ShadowRefused
+        }
         Ok(Reply::Reserved(v, wait, unit)) => {
             let mut reply = v.to_reply_in(unit);
             reply[3] = unit.ceil(wait);
@@ -84,6 +117,10 @@ pub fn dispatch(
             Outcome::Done
         }
         Ok(Reply::KeysReported) => return raw::Status::Ok as c_int,
+        Ok(Reply::Value(value)) => {
+            reply_value(ctx, &value);
+            Outcome::Done
+        }
         Ok(Reply::Ok) => {
             raw::reply_with_simple_string(ctx, c"OK".as_ptr());
             Outcome::Done

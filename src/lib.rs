@@ -21,12 +21,14 @@ mod commands;
 mod error;
 mod handler;
 mod limiter;
+mod policy;
 mod register;
 mod stats;
 mod store;
 mod types;
 mod zones;
 
+use policy::POLICY_TYPE;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use types::{LEASE_TYPE, WINDOW_TYPE};
 
@@ -35,7 +37,7 @@ pub const MODULE_VERSION: i32 = 1;
 /// The version as text, for logs and `COMMAND DOCS`.
 pub const MODULE_VERSION_TEXT: &str = env!("CARGO_PKG_VERSION");
 
-fn init(ctx: &Context, _args: &[RedisString]) -> Status {
+fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Some(set_options) = api!(RedisModule_SetModuleOptions) {
         // - I/O errors: a damaged RDB or RESTORE payload is refused instead
         //   of aborting the server, and replicas may load diskless.
@@ -53,6 +55,9 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     clock::init();
     store::init();
     zones::init();
+    if policy::init(ctx, args) == Status::Err {
+        return Status::Err;
+    }
     register::register_all(ctx)
 }
 
@@ -60,6 +65,6 @@ redis_module! {
     name: "redis-cell",
     version: MODULE_VERSION,
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-    data_types: [WINDOW_TYPE, LEASE_TYPE],
+    data_types: [WINDOW_TYPE, LEASE_TYPE, POLICY_TYPE],
     init: init,
 }

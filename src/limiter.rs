@@ -11,6 +11,7 @@ use crate::zones;
 use cell_core::calendar::{self, Unit};
 use cell_core::fixed::{Counter, Effect, FixedWindow};
 use cell_core::gcra::{self, Gcra};
+use cell_core::options::{self, Found, Opt};
 use cell_core::parse;
 use cell_core::reply::Verdict;
 use cell_core::sliding::{self, Log, SlidingWindow};
@@ -476,4 +477,82 @@ fn replicate_window_effect(
         n += 1;
     }
     key.replicate(command, &args[..n]);
+}
+
+/// The kinds of limiter a limiter's words name.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Kind {
+    Gcra,
+    Sliding,
+    Fixed,
+}
+
+/// The kind a word names: `GCRA`, `SW` or `FW`, in any case.
+pub fn kind_of(word: &[u8]) -> Option<Kind> {
+    [
+        (b"GCRA" as &[u8], Kind::Gcra),
+        (b"SW", Kind::Sliding),
+        (b"FW", Kind::Fixed),
+    ]
+    .into_iter()
+    .find_map(|(name, kind)| word.eq_ignore_ascii_case(name).then_some(kind))
+}
+
+/// A limiter read from its words, and the options read with it.
+pub struct Read<'a> {
+    pub limiter: Limiter,
+    /// The limiter's own options, then the `extra` ones, by position.
+    pub options: Found<'a>,
+    /// Where the `extra` options start in `options`.
+    pub own: usize,
+    /// The first word not taken.
+    pub next: usize,
+}
+
+/// Reads a limiter written as `CL.THROTTLEALL` and `CL.POLICY SET` take
+/// it, its kind (already read) followed by its parameters from word `at`:
+/// `GCRA max_burst count_per_period period`, `SW limit window [APPROX]`,
+/// `FW limit window-or-unit [ALIGN] [TZ zone]`. Its options, in any order
+/// after the parameters and mixed with the `extra` ones, end at a `stop`
+/// word. `missing` is the error for parameters that are not all there.
+/// The options' syntax is checked before the parameters' values.
+pub fn read<'a>(
+    word: &dyn Fn(usize) -> Option<&'a [u8]>,
+    kind: Kind,
+    at: usize,
+    extra: &[Opt],
+    stop: &dyn Fn(&[u8]) -> bool,
+    missing: CmdError,
+) -> Result<Read<'a>, CmdError> {
+    const GCRA: &[Opt] = &[];
+    const SW: &[Opt] = &[Opt::Flag("APPROX")];
+    const FW: &[Opt] = &[Opt::Flag("ALIGN"), Opt::Keyword("TZ")];
+    let (params, own) = match kind {
+        Kind::Gcra => (3, GCRA),
+        Kind::Sliding => (2, SW),
+        Kind::Fixed => (2, FW),
+    };
+    if word(at + params - 1).is_none() {
+        return Err(missing);
+    }
+    let mut spec = [Opt::Flag(""); 8];
+    let mut n = 0;
+    for (slot, opt) in spec.iter_mut().zip(own.iter().chain(extra)) {
+        *slot = *opt;
+        n += 1;
+    }
+    let (options, next) =
+        options::read(spec.get(..n).unwrap_or_default(), word, at + params, stop)?;
+    let p = |i: usize| word(at + i).unwrap_or_default();
+    let limiter = match kind {
+        Kind::Gcra => Limiter::Gcra(gcra(p(0), p(1), p(2))?),
+        Kind::Sliding => sliding(p(0), p(1), options.has(0))?,
+        Kind::Fixed => fixed(p(0), p(1), options.value(1), options.has(0))?,
+    };
+    Ok(Read {
+        limiter,
+        options,
+        own: own.len(),
+        next,
+    })
 }

@@ -2,7 +2,7 @@
 //! and ACL categories where the server supports them, the INFO section, and
 //! the load log line. Optional server features are detected here, once.
 
-use crate::commands::{self, Arg, ArgKind, Command, Docs, KeyUse, Keys};
+use crate::commands::{self, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
 use crate::MODULE_VERSION_TEXT;
 use redis_module::{raw, Context, Status};
 use std::ffi::CString;
@@ -13,16 +13,20 @@ const ACL_CATEGORY: &str = "ratelimit";
 /// The ACL category of the effects the module writes for replicas and the
 /// AOF, so that granting `@ratelimit` never grants writing raw state.
 const EFFECT_CATEGORY: &str = "ratelimit-internal";
+/// The category of the operators' commands (policies, top offenders).
+const ADMIN_CATEGORY: &str = "ratelimit-admin";
 
 /// Registers everything; fails the load only if a command cannot be created.
 pub fn register_all(ctx: &Context) -> Status {
-    let categories = add_acl_category(ctx, ACL_CATEGORY) && add_acl_category(ctx, EFFECT_CATEGORY);
+    let categories = add_acl_category(ctx, ACL_CATEGORY)
+        && add_acl_category(ctx, EFFECT_CATEGORY)
+        && add_acl_category(ctx, ADMIN_CATEGORY);
     let mut docs = true;
     // Whether the server accepts the `internal` command flag (Redis 8+):
     // unknown until the first effect is registered.
     let mut internal: Option<bool> = None;
     for command in commands::ALL {
-        let created = if command.effect && internal != Some(false) {
+        let created = if command.role == Role::Effect && internal != Some(false) {
             match create(ctx, command, " internal") {
                 Ok(()) => {
                     internal = Some(true);
@@ -50,10 +54,10 @@ pub fn register_all(ctx: &Context) -> Status {
             set_acl_category(
                 ctx,
                 command,
-                if command.effect {
-                    EFFECT_CATEGORY
-                } else {
-                    ACL_CATEGORY
+                match command.role {
+                    Role::Public => ACL_CATEGORY,
+                    Role::Admin => ADMIN_CATEGORY,
+                    Role::Effect => EFFECT_CATEGORY,
                 },
             );
         }
@@ -63,7 +67,7 @@ pub fn register_all(ctx: &Context) -> Status {
         unsafe { register_info(ctx.ctx, Some(info)) };
     }
     ctx.log_notice(&format!(
-        "redis-cell {MODULE_VERSION_TEXT} loaded on server {}; command docs and key specs: {}; ACL categories @{ACL_CATEGORY} and @{EFFECT_CATEGORY}: {}; internal commands: {}; absolute expiry: {}",
+        "redis-cell {MODULE_VERSION_TEXT} loaded on server {}; command docs and key specs: {}; ACL categories @{ACL_CATEGORY}, @{ADMIN_CATEGORY} and @{EFFECT_CATEGORY}: {}; internal commands: {}; absolute expiry: {}",
         server_version(),
         yes_no(docs),
         yes_no(categories),
@@ -101,7 +105,7 @@ fn create(ctx: &Context, command: &Command, extra_flags: &str) -> Result<(), ()>
     // Counted keys come from the key spec, or the getkeys API.
     let (first, last, step) = match command.keys {
         Keys::First => (1, 1, 1),
-        Keys::Counted => (0, 0, 0),
+        Keys::Counted | Keys::None => (0, 0, 0),
     };
     // SAFETY: the context is the one Redis passed to OnLoad, the strings are
     // NUL-terminated and copied by Redis, and the entry point is an
@@ -144,8 +148,12 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
     let complexity = arena.text(docs.complexity)?;
     let since = arena.text(MODULE_VERSION_TEXT)?;
     let args = arena.args(docs.args)?;
-    // SAFETY: an all-zero key spec is plain data and the array terminator.
-    let mut key_specs = vec![key_spec(command), unsafe { std::mem::zeroed() }];
+    // A key-less command (server configuration) has no key spec.
+    let mut key_specs = match command.keys {
+        Keys::None => Vec::new(),
+        // SAFETY: an all-zero key spec is plain data and the array terminator.
+        _ => vec![key_spec(command), unsafe { std::mem::zeroed() }],
+    };
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -160,7 +168,11 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
         history: std::ptr::null_mut(),
         tips: std::ptr::null(),
         arity: docs.arity,
-        key_specs: key_specs.as_mut_ptr(),
+        key_specs: if key_specs.is_empty() {
+            std::ptr::null_mut()
+        } else {
+            key_specs.as_mut_ptr()
+        },
         args,
     };
     // SAFETY: every pointer in `info` points into `arena`, `key_specs` or
@@ -196,6 +208,8 @@ fn key_spec(command: &Command) -> raw::RedisModuleCommandKeySpec {
             spec.fk.keynum.firstkey = 1;
             spec.fk.keynum.keystep = 1;
         }
+        // Never asked: a key-less command gets no key spec.
+        Keys::None => {}
     }
     spec
 }
@@ -333,4 +347,5 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
             }
         }
     }
+    crate::policy::info(ctx);
 }

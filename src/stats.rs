@@ -9,6 +9,7 @@ pub struct Stats {
     calls: AtomicU64,
     allowed: AtomicU64,
     limited: AtomicU64,
+    shadow_refused: AtomicU64,
     errors: AtomicU64,
 }
 
@@ -17,6 +18,8 @@ pub struct Stats {
 pub enum Outcome {
     Allowed,
     Limited,
+    /// Refused, answered allowed (shadow mode).
+    ShadowRefused,
     /// A reply that is neither (the internal replay commands).
     Done,
     Error,
@@ -39,6 +42,7 @@ impl Stats {
             calls: AtomicU64::new(0),
             allowed: AtomicU64::new(0),
             limited: AtomicU64::new(0),
+            shadow_refused: AtomicU64::new(0),
             errors: AtomicU64::new(0),
         }
     }
@@ -48,18 +52,20 @@ impl Stats {
         let counter = match outcome {
             Outcome::Allowed => &self.allowed,
             Outcome::Limited => &self.limited,
+            Outcome::ShadowRefused => &self.shadow_refused,
             Outcome::Error => &self.errors,
             Outcome::Done => return,
         };
         counter.fetch_add(1, Relaxed);
     }
 
-    /// `(calls, allowed, limited, errors)`.
-    pub fn read(&self) -> [(&'static str, u64); 4] {
+    /// `(calls, allowed, limited, shadow_refused, errors)`.
+    pub fn read(&self) -> [(&'static str, u64); 5] {
         [
             ("calls", self.calls.load(Relaxed)),
             ("allowed", self.allowed.load(Relaxed)),
             ("limited", self.limited.load(Relaxed)),
+            ("shadow_refused", self.shadow_refused.load(Relaxed)),
             ("errors", self.errors.load(Relaxed)),
         ]
     }

@@ -164,3 +164,66 @@ fn commands_route_by_key_and_limits_hold_on_every_node() {
         .unwrap();
     assert_eq!(keys, ["{user42}:login"]);
 }
+
+/// Policies are per node: `redis-cli --cluster call` sets one on every
+/// master (CL.POLICY takes no key, so each node accepts it), and then a
+/// call on any key, routed to its slot's node, finds it.
+#[test]
+fn policies_set_on_every_node_with_cluster_call() {
+    let cluster = Cluster::start();
+    let first = format!("127.0.0.1:{}", cluster.nodes[0].port);
+    let out = Command::new(cli())
+        .args([
+            "--cluster",
+            "call",
+            &first,
+            "CL.POLICY",
+            "SET",
+            "api",
+            "GCRA",
+            "1",
+            "1",
+            "1h",
+        ])
+        .output()
+        .expect("redis-cli");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for n in &cluster.nodes {
+        let names: Vec<String> = redis::cmd("CL.POLICY")
+            .arg("LIST")
+            .query(&mut n.conn())
+            .unwrap();
+        assert_eq!(names, ["api"], "node {}", n.port);
+    }
+    let c = &mut cluster.client();
+    for i in 0..20 {
+        let key = format!("user:{i}");
+        assert_eq!(five_cluster(c, &["CL.LIMIT", &key, "api"])[0], 0);
+        assert_eq!(five_cluster(c, &["CL.LIMIT", &key, "api"])[0], 0);
+        assert_eq!(five_cluster(c, &["CL.LIMIT", &key, "api"])[0], 1);
+    }
+    // A node without the policy answers an error and writes nothing.
+    let n = &cluster.nodes[1];
+    let m = &mut n.conn();
+    assert_eq!(cmd(m, "CL.POLICY DEL api"), Ok(redis::Value::Int(1)));
+    let before: i64 = redis::cmd("DBSIZE").query(m).unwrap();
+    let mut refused = 0;
+    for i in 0..20 {
+        let key = format!("other:{i}");
+        let r = redis::cmd("CL.LIMIT")
+            .arg(&key)
+            .arg("api")
+            .query::<Vec<i64>>(c);
+        if let Err(e) = r {
+            assert_eq!(error_text(e), "ERR unknown policy 'api'");
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "no key of node {} was tried", n.port);
+    let after: i64 = redis::cmd("DBSIZE").query(m).unwrap();
+    assert_eq!(before, after);
+}

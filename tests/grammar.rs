@@ -27,6 +27,9 @@ const COMMANDS: &[(&str, &str)] = &[
     ("FW.REFUND k 1 1 1", "ALIGN"),
     ("CC.ACQUIRE k 1 1", "MS"),
     ("CC.PEEK k 1", "MS"),
+    ("CL.LIMIT k policy", "SHADOW"),
+    ("CL.TOP", "RESET"),
+    ("CL.POLICY SET p GCRA 1 1 1", "SHADOW"),
 ];
 
 #[test]

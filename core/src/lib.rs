@@ -16,9 +16,11 @@ pub mod gcra;
 pub mod lease;
 pub mod options;
 pub mod parse;
+pub mod policy;
 pub mod reply;
 pub mod sliding;
 pub mod sliding_approx;
+pub mod top;
 pub mod window_state;
 pub mod zoned;
 

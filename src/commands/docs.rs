@@ -138,6 +138,7 @@ pub const CL_THROTTLE: Docs = Docs {
         arg("period", Duration),
         optional("quantity", Integer),
         flag("MS"),
+        flag("SHADOW"),
     ],
 };
 
@@ -177,10 +178,12 @@ pub const CL_THROTTLEALL: Docs = Docs {
                     &[arg("limit", Integer), arg("window", Duration), flag("APPROX")],
                 ),
                 block("FW", &[arg("limit", Integer), WINDOW_OR_UNIT]),
+                block("POLICY", &[arg("name", ArgKind::String)]),
             ]),
         ),
         keyword("QUANTITY", "q", Integer),
         flag("MS"),
+        flag("SHADOW"),
     ],
 };
 
@@ -269,6 +272,7 @@ pub const SW_ALLOW: Docs = Docs {
         optional("quantity", Integer),
         flag("APPROX"),
         flag("MS"),
+        flag("SHADOW"),
     ],
 };
 
@@ -295,6 +299,7 @@ pub const FW_INCR: Docs = Docs {
         WINDOW_OR_UNIT,
         optional("quantity", Integer),
         flag("MS"),
+        flag("SHADOW"),
     ],
 };
 
@@ -389,4 +394,52 @@ pub const CC_LOAD: Docs = Docs {
     complexity: "O(N) in the leases",
     arity: 3,
     args: &[arg("key", Key), arg("payload", String)],
+};
+
+pub const CL_LIMIT: Docs = Docs {
+    summary: "Applies a named policy's limiter (see CL.POLICY) to a key: decides, writes and answers exactly as that limiter given as arguments, counts the call for the policy and records a refusal for CL.TOP.",
+    complexity: "O(1), as the policy's limiter",
+    arity: -3,
+    args: &[
+        arg("key", Key),
+        arg("policy", ArgKind::String),
+        optional("quantity", Integer),
+        flag("MS"),
+        flag("SHADOW"),
+    ],
+};
+
+pub const CL_POLICY: Docs = Docs {
+    summary: "Named policies: SET name limiter [SHADOW] creates or replaces one (live, no reset), GET name answers its limiter, shadow flag and counters, DEL name removes it, LIST names them all. Server configuration, not keys: saved in RDB, replicated, per node in a cluster.",
+    complexity: "O(1); LIST O(N log N) in the policies",
+    arity: -2,
+    args: &[
+        arg(
+            "subcommand",
+            OneOf(&[
+                block(
+                    "SET",
+                    &[
+                        arg("name", ArgKind::String),
+                        arg("limiter", ArgKind::String),
+                        flag("SHADOW"),
+                    ],
+                ),
+                block("GET", &[arg("name", ArgKind::String)]),
+                block("DEL", &[arg("name", ArgKind::String)]),
+                word("LIST"),
+            ]),
+        ),
+    ],
+};
+
+pub const CL_TOP: Docs = Docs {
+    summary: "The keys refused most often (shadow refusals included), by all limiter commands or by one policy, as [key, count, error, shadow] from a bounded Space-Saving summary; RESET empties it after answering.",
+    complexity: "O(N) in the keys answered",
+    arity: -1,
+    args: &[
+        keyword("COUNT", "n", Integer),
+        keyword("POLICY", "name", ArgKind::String),
+        flag("RESET"),
+    ],
 };

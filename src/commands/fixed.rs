@@ -1,10 +1,10 @@
-//! `FW.INCR key limit window [quantity] [ALIGN] [MS]` and
+//! `FW.INCR key limit window [quantity] [ALIGN] [MS] [SHADOW]` and
 //! `FW.PEEK key limit window [ALIGN] [MS]` (options in any order): a fixed window counter, stored
 //! as a plain string integer with a TTL (what INCR + EXPIRE writes). A
 //! calendar unit may replace the window: `FW.INCR key limit month
 //! TZ +09:00 ...`.
 
-use super::{single, unit};
+use super::{enforce, single, unit, Watch};
 use crate::args::Args;
 use crate::error::CmdError;
 use crate::handler::Reply;
@@ -18,6 +18,7 @@ const INCR: &[Opt] = &[
     Opt::Flag("ALIGN"),
     Opt::Keyword("TZ"),
     Opt::Flag("MS"),
+    Opt::Flag("SHADOW"),
 ];
 const PEEK: &[Opt] = &[Opt::Flag("ALIGN"), Opt::Keyword("TZ"), Opt::Flag("MS")];
 
@@ -26,14 +27,11 @@ pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(4, INCR)?;
     let limiter = limiter::fixed(args.word(2), args.word(3), options.value(2), options.has(1))?;
     let quantity = options.quantity.unwrap_or(1);
-    single(
-        ctx,
-        args,
-        limiter,
-        quantity,
-        unit(&options, 3),
-        Access::Write,
-    )
+    let watch = Watch {
+        shadow: options.has(4),
+        policy: None,
+    };
+    enforce(ctx, args, limiter, quantity, unit(&options, 3), watch)
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {

@@ -5,21 +5,26 @@
 mod docs;
 mod fixed;
 mod lease;
+mod limit;
+mod policy;
 mod refund;
 mod reserve;
 mod sliding;
 mod throttle;
 mod throttle_all;
+mod top;
 
 use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
 use crate::handler::{dispatch, Reply};
 use crate::limiter::Limiter;
+use crate::policy::{registry, Refusal};
 use crate::stats::Stats;
 use crate::store::{Access, Key};
 use cell_core::options::Found;
-use cell_core::reply::Unit;
+use cell_core::policy::Outcome;
+use cell_core::reply::{Unit, Verdict};
 pub use docs::{Arg, ArgKind, Docs};
 use redis_module::{raw, Context};
 use std::os::raw::c_int;
@@ -33,14 +38,26 @@ pub struct Command {
     pub keys: Keys,
     /// What the command does with its keys, as its key spec tells ACL.
     pub key_use: KeyUse,
-    /// An effect the module writes for replicas and the AOF: an internal
-    /// command where the server has them, never in `@ratelimit`.
-    pub effect: bool,
+    /// Who calls it, which decides its ACL category.
+    pub role: Role,
     pub entry: unsafe extern "C" fn(
         *mut raw::RedisModuleCtx,
         *mut *mut raw::RedisModuleString,
         c_int,
     ) -> c_int,
+}
+
+/// Who calls a command.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Applications: `@ratelimit`.
+    Public,
+    /// Operators (policies, top offenders): `@ratelimit-admin`, so that an
+    /// application granted `@ratelimit` cannot change or read them.
+    Admin,
+    /// An effect the module writes for replicas and the AOF: an internal
+    /// command where the server has them, `@ratelimit-internal`.
+    Effect,
 }
 
 /// Where a command's keys are.
@@ -51,6 +68,9 @@ pub enum Keys {
     /// `numkeys key [key ...]` from the first argument on: a key spec
     /// where the server has them, the getkeys API where it does not.
     Counted,
+    /// No key: server configuration (`CL.POLICY`, `CL.TOP`), accepted on
+    /// any node of a cluster.
+    None,
 }
 
 /// What a command does with its keys: the flags of its key spec, which
@@ -93,6 +113,62 @@ fn single(
         decided.apply(&mut key, !decided.verdict.limited)?;
     }
     Ok(Reply::Verdict(decided.verdict, unit))
+}
+
+/// How a limiter call is watched: whether it is in shadow mode (never
+/// refuses) and the policy it came from.
+#[derive(Clone, Copy, Default)]
+pub struct Watch<'a> {
+    pub shadow: bool,
+    pub policy: Option<&'a [u8]>,
+}
+
+/// The shape of every single-limiter command that writes: [`single`], then
+/// the policy's counters and the refusal's record for `CL.TOP`, and in
+/// shadow mode a refusal answered as allowed (`limited` 0, `retry_after`
+/// -1, the other three integers as enforced). What is written is what
+/// enforcing writes.
+fn enforce(
+    ctx: &Context,
+    args: &Args,
+    limiter: Limiter,
+    quantity: i64,
+    unit: Unit,
+    watch: Watch,
+) -> Result<Reply, CmdError> {
+    let mut key = open_key(ctx, args, Access::Write)?;
+    let decided = match limiter.decide(&mut key, clock::now_nanos(), quantity) {
+        Ok(decided) => decided,
+        Err(e) => {
+            if watch.policy.is_some() {
+                registry().record(watch.policy, Outcome::Error, None);
+            }
+            return Err(e);
+        }
+    };
+    decided.apply(&mut key, !decided.verdict.limited)?;
+    let v = decided.verdict;
+    if v.limited || watch.policy.is_some() {
+        let outcome = match (v.limited, watch.shadow) {
+            (false, _) => Outcome::Allowed,
+            (true, false) => Outcome::Refused,
+            (true, true) => Outcome::ShadowRefused,
+        };
+        let refusal = v.limited.then(|| Refusal {
+            key: args.word(1),
+            shadow: watch.shadow,
+        });
+        registry().record(watch.policy, outcome, refusal);
+    }
+    if v.limited && watch.shadow {
+        let shown = Verdict {
+            limited: false,
+            retry_after: None,
+            ..v
+        };
+        return Ok(Reply::Shadowed(shown, None, unit));
+    }
+    Ok(Reply::Verdict(v, unit))
 }
 
 /// Opens the key of a single-key command (its first argument).
@@ -149,6 +225,9 @@ entry!(cc_drop, lease::drop_effect, CC_DROP);
 entry!(cc_load, lease::load, CC_LOAD);
 entry!(fw_incr, fixed::incr, FW_INCR);
 entry!(fw_peek, fixed::peek, FW_PEEK);
+entry!(cl_limit, limit::limit, CL_LIMIT);
+entry!(cl_policy, policy::policy, CL_POLICY);
+entry!(cl_top, top::top, CL_TOP);
 
 const WRITE: &str = "write deny-oom fast";
 /// Refunds and releases free what they touch (or keep its size): allowed
@@ -166,7 +245,7 @@ pub const ALL: &[Command] = &[
         name: "cl.throttle",
         stats: &CL_THROTTLE,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CL_THROTTLE,
         flags: WRITE,
@@ -176,7 +255,7 @@ pub const ALL: &[Command] = &[
         name: "cl.peek",
         stats: &CL_PEEK,
         key_use: KeyUse::Read,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CL_PEEK,
         flags: READ,
@@ -186,7 +265,7 @@ pub const ALL: &[Command] = &[
         name: "cl.throttleall",
         stats: &CL_THROTTLEALL,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::Counted,
         docs: &docs::CL_THROTTLEALL,
         flags: "write deny-oom fast getkeys-api",
@@ -196,7 +275,7 @@ pub const ALL: &[Command] = &[
         name: "cl.reserve",
         stats: &CL_RESERVE,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CL_RESERVE,
         flags: WRITE,
@@ -206,7 +285,7 @@ pub const ALL: &[Command] = &[
         name: "cl.refund",
         stats: &CL_REFUND,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CL_REFUND,
         flags: REFUND,
@@ -216,7 +295,7 @@ pub const ALL: &[Command] = &[
         name: "sw.allow",
         stats: &SW_ALLOW,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::SW_ALLOW,
         flags: WRITE,
@@ -226,7 +305,7 @@ pub const ALL: &[Command] = &[
         name: "sw.peek",
         stats: &SW_PEEK,
         key_use: KeyUse::Read,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::SW_PEEK,
         flags: READ,
@@ -236,7 +315,7 @@ pub const ALL: &[Command] = &[
         name: "sw.refund",
         stats: &SW_REFUND,
         key_use: KeyUse::ReadDelete,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::SW_REFUND,
         flags: REFUND,
@@ -246,7 +325,7 @@ pub const ALL: &[Command] = &[
         name: "fw.incr",
         stats: &FW_INCR,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::FW_INCR,
         flags: WRITE,
@@ -256,7 +335,7 @@ pub const ALL: &[Command] = &[
         name: "fw.peek",
         stats: &FW_PEEK,
         key_use: KeyUse::Read,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::FW_PEEK,
         flags: READ,
@@ -266,7 +345,7 @@ pub const ALL: &[Command] = &[
         name: "fw.refund",
         stats: &FW_REFUND,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::FW_REFUND,
         flags: REFUND,
@@ -276,7 +355,7 @@ pub const ALL: &[Command] = &[
         name: "cc.acquire",
         stats: &CC_ACQUIRE,
         key_use: KeyUse::ReadUpdate,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CC_ACQUIRE,
         flags: LEASE_WRITE,
@@ -286,7 +365,7 @@ pub const ALL: &[Command] = &[
         name: "cc.release",
         stats: &CC_RELEASE,
         key_use: KeyUse::Delete,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CC_RELEASE,
         flags: LEASE_REFUND,
@@ -296,7 +375,7 @@ pub const ALL: &[Command] = &[
         name: "cc.renew",
         stats: &CC_RENEW,
         key_use: KeyUse::Update,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CC_RENEW,
         flags: LEASE_REFUND,
@@ -306,18 +385,50 @@ pub const ALL: &[Command] = &[
         name: "cc.peek",
         stats: &CC_PEEK,
         key_use: KeyUse::Read,
-        effect: false,
+        role: Role::Public,
         keys: Keys::First,
         docs: &docs::CC_PEEK,
         flags: LEASE_READ,
         entry: cc_peek,
+    },
+    Command {
+        name: "cl.limit",
+        stats: &CL_LIMIT,
+        key_use: KeyUse::ReadUpdate,
+        role: Role::Public,
+        keys: Keys::First,
+        docs: &docs::CL_LIMIT,
+        flags: WRITE,
+        entry: cl_limit,
+    },
+    // SET and DEL refuse themselves on read-only replicas: a `write` flag
+    // would refuse GET and LIST there too.
+    Command {
+        name: "cl.policy",
+        stats: &CL_POLICY,
+        key_use: KeyUse::Read,
+        role: Role::Admin,
+        keys: Keys::None,
+        docs: &docs::CL_POLICY,
+        flags: "",
+        entry: cl_policy,
+    },
+    Command {
+        name: "cl.top",
+        stats: &CL_TOP,
+        key_use: KeyUse::Read,
+        role: Role::Admin,
+        keys: Keys::None,
+        docs: &docs::CL_TOP,
+        flags: "readonly",
+        entry: cl_top,
     },
     // The effects replicas and the AOF replay for the commands above.
     Command {
         name: "sw.record",
         stats: &SW_RECORD,
         key_use: KeyUse::Update,
-        effect: true,
+        role: Role::Effect,
         keys: Keys::First,
         docs: &docs::SW_RECORD,
         flags: "write deny-oom",
@@ -327,7 +438,7 @@ pub const ALL: &[Command] = &[
         name: "sw.unrecord",
         stats: &SW_UNRECORD,
         key_use: KeyUse::Delete,
-        effect: true,
+        role: Role::Effect,
         keys: Keys::First,
         docs: &docs::SW_UNRECORD,
         flags: "write",
@@ -337,7 +448,7 @@ pub const ALL: &[Command] = &[
         name: "cc.hold",
         stats: &CC_HOLD,
         key_use: KeyUse::Update,
-        effect: true,
+        role: Role::Effect,
         keys: Keys::First,
         docs: &docs::CC_HOLD,
         flags: "write deny-oom",
@@ -347,7 +458,7 @@ pub const ALL: &[Command] = &[
         name: "cc.drop",
         stats: &CC_DROP,
         key_use: KeyUse::Delete,
-        effect: true,
+        role: Role::Effect,
         keys: Keys::First,
         docs: &docs::CC_DROP,
         flags: "write",
@@ -357,7 +468,7 @@ pub const ALL: &[Command] = &[
         name: "cc.load",
         stats: &CC_LOAD,
         key_use: KeyUse::Overwrite,
-        effect: true,
+        role: Role::Effect,
         keys: Keys::First,
         docs: &docs::CC_LOAD,
         flags: "write deny-oom",
@@ -367,7 +478,7 @@ pub const ALL: &[Command] = &[
         name: "sw.load",
         stats: &SW_LOAD,
         key_use: KeyUse::Overwrite,
-        effect: true,
+        role: Role::Effect,
         keys: Keys::First,
         docs: &docs::SW_LOAD,
         flags: "write deny-oom",

@@ -1,11 +1,11 @@
-//! `SW.ALLOW key limit window [quantity] [APPROX] [MS]` and
+//! `SW.ALLOW key limit window [quantity] [APPROX] [MS] [SHADOW]` and
 //! `SW.PEEK key limit window [APPROX] [MS]`: the exact sliding window log
 //! (or, with APPROX, the two-window counter), stored in the module's own
 //! data type; and the two commands that replay its effects:
 //! `SW.RECORD` and `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`
 //! (replication, AOF) and `SW.LOAD key payload` (AOF rewrite).
 
-use super::{open_key, single, unit};
+use super::{enforce, open_key, single, unit, Watch};
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
@@ -16,7 +16,12 @@ use cell_core::options::Opt;
 use cell_core::window_state::WindowState;
 use redis_module::Context;
 
-const ALLOW: &[Opt] = &[Opt::Quantity(None), Opt::Flag("APPROX"), Opt::Flag("MS")];
+const ALLOW: &[Opt] = &[
+    Opt::Quantity(None),
+    Opt::Flag("APPROX"),
+    Opt::Flag("MS"),
+    Opt::Flag("SHADOW"),
+];
 const PEEK: &[Opt] = &[Opt::Flag("APPROX"), Opt::Flag("MS")];
 
 pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
@@ -24,14 +29,11 @@ pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(4, ALLOW)?;
     let limiter = limiter::sliding(args.word(2), args.word(3), options.has(1))?;
     let quantity = options.quantity.unwrap_or(1);
-    single(
-        ctx,
-        args,
-        limiter,
-        quantity,
-        unit(&options, 2),
-        Access::Write,
-    )
+    let watch = Watch {
+        shadow: options.has(3),
+        policy: None,
+    };
+    enforce(ctx, args, limiter, quantity, unit(&options, 2), watch)
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {

@@ -1,10 +1,10 @@
-//! `CL.THROTTLE key max_burst count_per_period period [quantity] [MS]` and
+//! `CL.THROTTLE key max_burst count_per_period period [quantity] [MS] [SHADOW]` and
 //! `CL.PEEK key max_burst count_per_period period [MS]` (options in any
 //! order): GCRA,
 //! state-compatible with the original redis-cell (a string holding the TAT
 //! in nanoseconds).
 
-use super::{single, unit};
+use super::{enforce, single, unit, Watch};
 use crate::args::Args;
 use crate::error::CmdError;
 use crate::handler::Reply;
@@ -13,7 +13,7 @@ use crate::store::Access;
 use cell_core::options::Opt;
 use redis_module::Context;
 
-const THROTTLE: &[Opt] = &[Opt::Quantity(None), Opt::Flag("MS")];
+const THROTTLE: &[Opt] = &[Opt::Quantity(None), Opt::Flag("MS"), Opt::Flag("SHADOW")];
 const PEEK: &[Opt] = &[Opt::Flag("MS")];
 
 pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
@@ -21,14 +21,11 @@ pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(5, THROTTLE)?;
     let limiter = params(args)?;
     let quantity = options.quantity.unwrap_or(1);
-    single(
-        ctx,
-        args,
-        limiter,
-        quantity,
-        unit(&options, 1),
-        Access::Write,
-    )
+    let watch = Watch {
+        shadow: options.has(2),
+        policy: None,
+    };
+    enforce(ctx, args, limiter, quantity, unit(&options, 1), watch)
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {

@@ -1,7 +1,8 @@
-//! `CL.THROTTLEALL numkeys key [key ...] limiter [limiter ...] [QUANTITY q] [MS]`
+//! `CL.THROTTLEALL numkeys key [key ...] limiter [limiter ...] [QUANTITY q] [MS] [SHADOW]`
 //! with `limiter := GCRA max_burst count_per_period period
 //!                | SW limit window [APPROX]
-//!                | FW limit window-or-unit [ALIGN] [TZ zone]`:
+//!                | FW limit window-or-unit [ALIGN] [TZ zone]
+//!                | POLICY name`:
 //! several limits in one atomic, all-or-nothing call. Each limiter's
 //! options come in any order after its parameters; the call's own after
 //! the last limiter's, mixed with that limiter's.
@@ -11,15 +12,21 @@
 //! key written, as its own command would write it; otherwise nothing is
 //! (but for what a single command also writes when refused). The reply is
 //! the binding limiter's five integers and its 1-based index.
+//!
+//! A refusal by a limiter in shadow mode (the call's `SHADOW`, or a policy
+//! set with `SHADOW`) writes what the refusal writes but does not bind:
+//! when only such limiters refused, the reply says allowed.
 
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter::{self, Limiter};
+use crate::policy::{self, Refusal};
 use crate::store::{Access, Key};
-use cell_core::options::Opt;
-use cell_core::reply::{binding_of, Unit};
+use cell_core::options::{self, Opt};
+use cell_core::policy::Outcome;
+use cell_core::reply::{binding_of, Unit, Verdict};
 use redis_module::Context;
 
 pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
@@ -36,14 +43,74 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     for (i, limiter) in call.limiters.iter().enumerate() {
         let name = args.raw(2 + i).ok_or(CmdError::WrongArity)?;
         let mut key = Key::open(ctx, name, Access::Write);
-        let decided = limiter.decide(&mut key, now, call.quantity)?;
+        let decided = match limiter.limiter.decide(&mut key, now, call.quantity) {
+            Ok(decided) => decided,
+            Err(e) => {
+                count_error(&call);
+                return Err(e);
+            }
+        };
         keys.push((key, decided));
     }
     let (b, verdict) = binding_of(keys.iter().map(|(_, d)| d.verdict)).ok_or(error::INTERNAL)?;
     for (key, decided) in keys.iter_mut() {
         decided.apply(key, !verdict.limited)?;
     }
-    Ok(Reply::Binding(verdict, b + 1, call.unit))
+    // A refusal binds only when it comes from a limiter that enforces;
+    // what is written is what enforcing writes either way.
+    let enforced = |i: usize, v: &Verdict| {
+        let shadow = call.shadow || call.limiters.get(i).is_some_and(|l| l.shadow);
+        if v.limited && shadow {
+            Verdict {
+                limited: false,
+                retry_after: None,
+                ..*v
+            }
+        } else {
+            *v
+        }
+    };
+    let answered = keys
+        .iter()
+        .enumerate()
+        .map(|(i, (_, d))| enforced(i, &d.verdict));
+    let (b_shown, shown) = binding_of(answered).ok_or(error::INTERNAL)?;
+    {
+        let mut registry = policy::registry();
+        for (i, (limiter, (_, decided))) in call.limiters.iter().zip(&keys).enumerate() {
+            let shadow = call.shadow || limiter.shadow;
+            let refused = decided.verdict.limited;
+            let outcome = match (refused, shadow) {
+                (false, _) => Outcome::Allowed,
+                (true, false) => Outcome::Refused,
+                (true, true) => Outcome::ShadowRefused,
+            };
+            let refusal = refused.then(|| Refusal {
+                key: args.word(2 + i),
+                shadow,
+            });
+            if limiter.policy.is_some() || refusal.is_some() {
+                registry.record(limiter.policy, outcome, refusal);
+            }
+        }
+    }
+    Ok(if verdict.limited && !shown.limited {
+        Reply::Shadowed(shown, Some(b_shown + 1), call.unit)
+    } else if verdict.limited {
+        Reply::Binding(shown, b_shown + 1, call.unit)
+    } else {
+        Reply::Binding(verdict, b + 1, call.unit)
+    })
+}
+
+/// Counts an error against every policy of the call.
+fn count_error(call: &Call) {
+    let mut registry = policy::registry();
+    for l in &call.limiters {
+        if l.policy.is_some() {
+            registry.record(l.policy, Outcome::Error, None);
+        }
+    }
 }
 
 /// The most limiters one call takes. The call is linear in them (about
@@ -53,10 +120,20 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 const MAX_KEYS: i64 = 100;
 
 /// A parsed call.
-struct Call {
-    limiters: Vec<Limiter>,
+struct Call<'a> {
+    limiters: Vec<Named<'a>>,
     quantity: i64,
     unit: Unit,
+    /// `SHADOW`: the call never refuses.
+    shadow: bool,
+}
+
+/// A limiter of the call, and the policy it came from.
+struct Named<'a> {
+    limiter: Limiter,
+    policy: Option<&'a [u8]>,
+    /// The policy is in shadow mode.
+    shadow: bool,
 }
 
 /// The number of keys, when `numkeys` is a positive integer and that many
@@ -73,7 +150,7 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
     Ok(n)
 }
 
-fn parse(args: &Args) -> Result<Call, CmdError> {
+fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
     let n = numkeys(args)?;
     // A set, not pairwise comparison: any client may send tens of
     // thousands of keys, and the check must stay linear.
@@ -85,6 +162,7 @@ fn parse(args: &Args) -> Result<Call, CmdError> {
         limiters: Vec::with_capacity(n),
         quantity: 1,
         unit: Unit::Seconds,
+        shadow: false,
     };
     let mut at = 2 + n;
     for i in 0..n {
@@ -96,77 +174,80 @@ fn parse(args: &Args) -> Result<Call, CmdError> {
     Ok(call)
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Gcra,
-    Sliding,
-    Fixed,
+/// `POLICY name`, in place of a limiter.
+fn is_policy(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"POLICY")
 }
 
-fn kind_of(word: &[u8]) -> Option<Kind> {
-    [
-        (b"GCRA" as &[u8], Kind::Gcra),
-        (b"SW", Kind::Sliding),
-        (b"FW", Kind::Fixed),
-    ]
-    .into_iter()
-    .find_map(|(name, kind)| word.eq_ignore_ascii_case(name).then_some(kind))
+/// A word that starts a limiter.
+fn starts_limiter(word: &[u8]) -> bool {
+    limiter::kind_of(word).is_some() || is_policy(word)
 }
 
 /// The call's own options, which follow the last limiter.
 fn is_call_option(word: &[u8]) -> bool {
-    word.eq_ignore_ascii_case(b"QUANTITY") || word.eq_ignore_ascii_case(b"MS")
+    CALL.iter().any(|opt| match opt {
+        Opt::Flag(name) | Opt::Keyword(name) | Opt::Quantity(Some(name)) => {
+            word.eq_ignore_ascii_case(name.as_bytes())
+        }
+        Opt::Quantity(None) => false,
+    })
 }
 
-/// Each kind's options; the last limiter's are followed by the call's
-/// (`QUANTITY q`, `MS`), at the two positions after its own.
-const GCRA: &[Opt] = &[Opt::Quantity(Some("QUANTITY")), Opt::Flag("MS")];
-const SW: &[Opt] = &[
-    Opt::Flag("APPROX"),
+/// The call's options, read with the last limiter's own.
+const CALL: &[Opt] = &[
     Opt::Quantity(Some("QUANTITY")),
     Opt::Flag("MS"),
-];
-const FW: &[Opt] = &[
-    Opt::Flag("ALIGN"),
-    Opt::Keyword("TZ"),
-    Opt::Quantity(Some("QUANTITY")),
-    Opt::Flag("MS"),
+    Opt::Flag("SHADOW"),
 ];
 
 /// One limiter at word `at`, with its options (and the call's, when it is
 /// the last); answers where the next limiter starts.
-fn parse_limiter(args: &Args, at: usize, last: bool, call: &mut Call) -> Result<usize, CmdError> {
+fn parse_limiter<'a>(
+    args: &Args<'a>,
+    at: usize,
+    last: bool,
+    call: &mut Call<'a>,
+) -> Result<usize, CmdError> {
     let word = args.bytes(at).ok_or(error::LIMITER_COUNT)?;
-    let kind = kind_of(word).ok_or_else(|| {
-        if is_call_option(word) {
-            error::LIMITER_COUNT
-        } else {
-            error::UNKNOWN_LIMITER
-        }
-    })?;
-    let (params, spec) = match kind {
-        Kind::Gcra => (3, GCRA),
-        Kind::Sliding => (2, SW),
-        Kind::Fixed => (2, FW),
+    let extra: &[Opt] = if last { CALL } else { &[] };
+    let stop = |w: &[u8]| starts_limiter(w) || !last && is_call_option(w);
+    let words = |i: usize| args.bytes(i);
+    let (named, options, own, next) = if is_policy(word) {
+        let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
+        let (options, next) = options::read(extra, words, at + 2, stop)?;
+        let (limiter, shadow) = policy::registry()
+            .get(name)
+            .ok_or_else(|| error::unknown_policy(name))?;
+        let named = Named {
+            limiter,
+            policy: Some(name),
+            shadow,
+        };
+        (named, options, 0, next)
+    } else {
+        let kind = limiter::kind_of(word).ok_or_else(|| {
+            if is_call_option(word) {
+                error::LIMITER_COUNT
+            } else {
+                error::UNKNOWN_LIMITER
+            }
+        })?;
+        let read = limiter::read(&words, kind, at + 1, extra, &stop, error::LIMITER_COUNT)?;
+        let named = Named {
+            limiter: read.limiter,
+            policy: None,
+            shadow: false,
+        };
+        (named, read.options, read.own, read.next)
     };
-    if args.len() < at + 1 + params {
-        return Err(error::LIMITER_COUNT);
-    }
-    let p = |i: usize| args.word(at + 1 + i);
-    let own = spec.len() - 2;
-    let spec = if last { spec } else { &spec[..own] };
-    let stop = |w: &[u8]| kind_of(w).is_some() || !last && is_call_option(w);
-    let (options, next) = args.options_until(at + 1 + params, spec, stop)?;
-    call.limiters.push(match kind {
-        Kind::Gcra => Limiter::Gcra(limiter::gcra(p(0), p(1), p(2))?),
-        Kind::Sliding => limiter::sliding(p(0), p(1), options.has(0))?,
-        Kind::Fixed => limiter::fixed(p(0), p(1), options.value(1), options.has(0))?,
-    });
+    call.limiters.push(named);
     if last {
         call.quantity = options.quantity.unwrap_or(1);
         if options.has(own + 1) {
             call.unit = Unit::Millis;
         }
+        call.shadow = options.has(own + 2);
     }
     Ok(next)
 }

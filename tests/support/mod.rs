@@ -153,6 +153,8 @@ pub struct Options {
     pub dir: Option<PathBuf>,
     /// Start with the real clock instead of the controlled one.
     pub real_clock: bool,
+    /// Arguments for the module (`loadmodule path args...`).
+    pub module_args: Vec<String>,
 }
 
 impl Server {
@@ -222,6 +224,7 @@ impl Server {
             .arg(&dir)
             .arg("--loadmodule")
             .arg(module)
+            .args(&opts.module_args)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])

@@ -1,0 +1,50 @@
+//! `CL.TOP [COUNT n] [POLICY name] [RESET]` (options in any order): the
+//! keys refused most often, by every limiter command or by one policy,
+//! from a Space-Saving summary (`cell_core::top`). Each is answered as
+//! `[key, count, error, shadow]`: at most `count` and at least
+//! `count - error` refusals, of which `shadow` (counted since the key was
+//! tracked) were answered allowed in shadow mode. `RESET` empties the
+//! summary after answering. This node's refusals only; nothing is
+//! replicated.
+
+use crate::args::Args;
+use crate::error::{self, CmdError};
+use crate::handler::{Reply, Value};
+use crate::policy;
+use cell_core::options::Opt;
+use redis_module::Context;
+
+const OPTIONS: &[Opt] = &[
+    Opt::Keyword("COUNT"),
+    Opt::Keyword("POLICY"),
+    Opt::Flag("RESET"),
+];
+
+/// Keys answered without `COUNT`.
+const DEFAULT_COUNT: usize = 10;
+
+pub fn top(_ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    args.require(1)?;
+    let options = args.options(1, OPTIONS)?;
+    let count = match options.value(0) {
+        None => DEFAULT_COUNT,
+        Some(word) => match cell_core::parse::integer(word)? {
+            n if n < 1 => return Err(error::BAD_TOP_COUNT),
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        },
+    };
+    let offenders = policy::registry().top(count, options.value(1), options.has(2))?;
+    let rows = offenders
+        .into_iter()
+        .map(|o| {
+            let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
+            Value::Array(vec![
+                Value::Bytes(o.key),
+                int(o.count),
+                int(o.error),
+                int(o.shadow),
+            ])
+        })
+        .collect();
+    Ok(Reply::Value(Value::Array(rows)))
+}

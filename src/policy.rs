@@ -1,0 +1,461 @@
+//! The server's named policies and what the limiters refused: the policy
+//! set (`CL.POLICY`), each policy's counters, and the top-offender
+//! summaries (`CL.TOP`). This is server configuration, not keys: it lives
+//! in module memory, is saved in RDB files as the module's auxiliary data
+//! (the `cell-pols` type, which holds no keys), reaches replicas by full
+//! sync and by the replication of `CL.POLICY SET`/`DEL`, and is counted
+//! per node.
+//!
+//! Commands run on the server's main thread; the lock only makes the
+//! static safe to share (an RDB child process reads it after `fork`, when
+//! no command holds it).
+
+use crate::error::{self, CmdError};
+use crate::limiter::{self, Limiter};
+use cell_core::policy::{self, Counters, Outcome, Saved};
+use cell_core::top::{Seeded, Top};
+use redis_module::native_types::RedisType;
+use redis_module::{raw, Context, RedisString, Status};
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::os::raw::{c_char, c_int, c_void};
+use std::sync::{LazyLock, Mutex, MutexGuard};
+
+/// The default capacity of a top-offender summary, in keys.
+pub const DEFAULT_TOP_CAPACITY: usize = 1024;
+/// The largest capacity a summary may be given.
+pub const MAX_TOP_CAPACITY: usize = 1 << 20;
+
+/// One named policy.
+pub struct Policy {
+    pub limiter: Limiter,
+    pub shadow: bool,
+    /// The limiter's words as given to `CL.POLICY SET` (without `SHADOW`).
+    pub words: Vec<Vec<u8>>,
+    pub counters: Counters,
+    /// The keys this policy refused most often; made on its first refusal.
+    top: Option<Box<Top<Vec<u8>>>>,
+}
+
+pub struct Registry {
+    /// Looked up by every policy call: the summaries' fast hash (names are
+    /// the operator's).
+    policies: HashMap<Vec<u8>, Policy, Seeded>,
+    /// Every limiter command's refusals, policy or not.
+    top: Option<Box<Top<Vec<u8>>>>,
+    capacity: usize,
+}
+
+static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
+    Mutex::new(Registry {
+        policies: HashMap::with_hasher(Seeded::new()),
+        top: None,
+        capacity: DEFAULT_TOP_CAPACITY,
+    })
+});
+
+/// The registry, locked. A panic while it was held cannot leave it torn
+/// in a way that matters (counters and summaries), so a poisoned lock is
+/// taken as it is.
+pub fn registry() -> MutexGuard<'static, Registry> {
+    REGISTRY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A refused call to record: the key, whether it was answered in shadow
+/// mode.
+#[derive(Clone, Copy)]
+pub struct Refusal<'a> {
+    pub key: &'a [u8],
+    pub shadow: bool,
+}
+
+/// One key as `CL.TOP` reports it.
+pub struct Offender {
+    pub key: Vec<u8>,
+    pub count: u64,
+    pub error: u64,
+    pub shadow: u64,
+}
+
+impl Registry {
+    /// The policy's limiter and shadow flag (a copy: the lock need not be
+    /// held while it decides).
+    pub fn get(&self, name: &[u8]) -> Option<(Limiter, bool)> {
+        self.policies
+            .get(name)
+            .map(|p| (p.limiter.clone(), p.shadow))
+    }
+
+    pub fn policy(&self, name: &[u8]) -> Option<&Policy> {
+        self.policies.get(name)
+    }
+
+    /// Creates or replaces a policy; a replaced one keeps its counters and
+    /// its summary.
+    pub fn set(
+        &mut self,
+        name: &[u8],
+        limiter: Limiter,
+        shadow: bool,
+        words: Vec<Vec<u8>>,
+    ) -> Result<(), CmdError> {
+        if let Some(p) = self.policies.get_mut(name) {
+            p.limiter = limiter;
+            p.shadow = shadow;
+            p.words = words;
+            return Ok(());
+        }
+        if self.policies.len() >= policy::MAX_POLICIES {
+            return Err(error::TOO_MANY_POLICIES);
+        }
+        self.policies.insert(
+            name.to_vec(),
+            Policy {
+                limiter,
+                shadow,
+                words,
+                counters: Counters::default(),
+                top: None,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn delete(&mut self, name: &[u8]) -> bool {
+        self.policies.remove(name).is_some()
+    }
+
+    /// The names, sorted.
+    pub fn names(&self) -> Vec<&[u8]> {
+        let mut names: Vec<&[u8]> = self.policies.keys().map(Vec::as_slice).collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// Counts one call of a policy (if any) and records a refusal (if any)
+    /// in the summaries.
+    pub fn record(&mut self, policy: Option<&[u8]>, outcome: Outcome, refusal: Option<Refusal>) {
+        let capacity = self.capacity;
+        let p = policy.and_then(|name| self.policies.get_mut(name));
+        if let Some(r) = refusal {
+            if capacity > 0 {
+                self.top
+                    .get_or_insert_with(|| Box::new(Top::new(capacity)))
+                    .record(r.key, r.shadow);
+            }
+        }
+        if let Some(p) = p {
+            p.counters.count(outcome);
+            if let (Some(r), true) = (refusal, capacity > 0) {
+                p.top
+                    .get_or_insert_with(|| Box::new(Top::new(capacity)))
+                    .record(r.key, r.shadow);
+            }
+        }
+    }
+
+    /// The `n` keys refused most often, by all limiters or by one policy;
+    /// the summary is cleared afterwards if `reset`.
+    pub fn top(
+        &mut self,
+        n: usize,
+        policy: Option<&[u8]>,
+        reset: bool,
+    ) -> Result<Vec<Offender>, CmdError> {
+        let slot = match policy {
+            None => &mut self.top,
+            Some(name) => {
+                &mut self
+                    .policies
+                    .get_mut(name)
+                    .ok_or_else(|| error::unknown_policy(name))?
+                    .top
+            }
+        };
+        let out = slot
+            .as_ref()
+            .map(|t| {
+                t.top(n)
+                    .into_iter()
+                    .map(|h| Offender {
+                        key: h.key.to_vec(),
+                        count: h.count,
+                        error: h.error,
+                        shadow: h.shadow,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if reset {
+            *slot = None;
+        }
+        Ok(out)
+    }
+
+    /// A new capacity for the summaries: they start over.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        self.top = None;
+        for p in self.policies.values_mut() {
+            p.top = None;
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Every policy with its counters, sorted by name (for `INFO`).
+    pub fn counters(&self) -> Vec<(&[u8], bool, Counters)> {
+        let mut all: Vec<_> = self
+            .policies
+            .iter()
+            .map(|(n, p)| (n.as_slice(), p.shadow, p.counters))
+            .collect();
+        all.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        all
+    }
+
+    fn saved(&self) -> Vec<Saved> {
+        self.names()
+            .into_iter()
+            .filter_map(|name| {
+                self.policies.get(name).map(|p| Saved {
+                    name: name.to_vec(),
+                    shadow: p.shadow,
+                    words: p.words.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A policy's limiter from its words, read by `CL.THROTTLEALL`'s grammar
+/// (all words must be taken).
+pub fn limiter_of(words: &[Vec<u8>]) -> Result<Limiter, CmdError> {
+    let word = |i: usize| words.get(i).map(Vec::as_slice);
+    let kind = word(0)
+        .and_then(limiter::kind_of)
+        .ok_or(error::UNKNOWN_LIMITER)?;
+    let read = limiter::read(&word, kind, 1, &[], &|_| false, error::POLICY_LIMITER_WORDS)?;
+    if read.next != words.len() {
+        return Err(error::POLICY_LIMITER_WORDS);
+    }
+    Ok(read.limiter)
+}
+
+const AUX_VERSION: i32 = 0;
+
+/// Holds no keys: it carries the policy set in RDB files (and in the RDB
+/// preamble of an AOF rewrite, and the RDB of a full sync).
+pub static POLICY_TYPE: RedisType = RedisType::new(
+    "cell-pols",
+    AUX_VERSION,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(no_key_load),
+        rdb_save: Some(no_key_save),
+        aof_rewrite: None,
+        mem_usage: None,
+        digest: None,
+        free: Some(no_key_free),
+        aux_load: Some(aux_load),
+        aux_save: Some(aux_save),
+        aux_save2: None,
+        aux_save_triggers: raw::REDISMODULE_AUX_BEFORE_RDB as c_int,
+        free_effort: None,
+        unlink: None,
+        copy: None,
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+/// No key ever holds a `cell-pols` value; a payload that claims one is
+/// refused.
+unsafe extern "C" fn no_key_load(_rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
+    std::ptr::null_mut()
+}
+
+unsafe extern "C" fn no_key_save(_rdb: *mut raw::RedisModuleIO, _value: *mut c_void) {}
+
+unsafe extern "C" fn no_key_free(_value: *mut c_void) {}
+
+/// Saves the whole set, even when empty, so that a replica's full sync
+/// replaces whatever policies it had.
+unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, when: c_int) {
+    if when != raw::REDISMODULE_AUX_BEFORE_RDB as c_int {
+        return;
+    }
+    let data = policy::encode(&registry().saved());
+    raw::save_slice(rdb, &data);
+}
+
+/// Replaces the set with the one saved. A payload that does not decode,
+/// or a policy whose limiter this module does not read, fails the load
+/// (the module handles I/O errors: the server refuses the file instead of
+/// aborting).
+unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when: c_int) -> c_int {
+    const ERR: c_int = raw::REDISMODULE_ERR as c_int;
+    if encver != AUX_VERSION || when != raw::REDISMODULE_AUX_BEFORE_RDB as c_int {
+        return ERR;
+    }
+    let Ok(buffer) = raw::load_string_buffer(rdb) else {
+        return ERR;
+    };
+    let Some(saved) = policy::decode(buffer.as_ref()) else {
+        return ERR;
+    };
+    let mut policies = HashMap::with_capacity_and_hasher(saved.len(), Seeded::new());
+    for s in saved {
+        let Ok(limiter) = limiter_of(&s.words) else {
+            return ERR;
+        };
+        policies.insert(
+            s.name,
+            Policy {
+                limiter,
+                shadow: s.shadow,
+                words: s.words,
+                counters: Counters::default(),
+                top: None,
+            },
+        );
+    }
+    let mut r = registry();
+    r.policies = policies;
+    raw::REDISMODULE_OK as c_int
+}
+
+/// The `redis-cell_policies` INFO section: the summaries' capacity, the
+/// number of policies, and per policy its counters and shadow flag
+/// (`policy_<name>:calls=..,allowed=..,refused=..,shadow_refused=..,errors=..,shadow=0|1`).
+pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
+    let (Some(add_section), Some(add_field), Some(begin), Some(end)) = (
+        api!(RedisModule_InfoAddSection),
+        api!(RedisModule_InfoAddFieldULongLong),
+        api!(RedisModule_InfoBeginDictField),
+        api!(RedisModule_InfoEndDictField),
+    ) else {
+        return;
+    };
+    // INFO also runs in a crash report, perhaps with the lock held by the
+    // command that crashed: never wait for it.
+    let registry = match REGISTRY.try_lock() {
+        Ok(r) => r,
+        Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    // SAFETY: a live info context and NUL-terminated names, here and
+    // below.
+    unsafe {
+        add_section(ctx, c"policies".as_ptr().cast_mut());
+        add_field(
+            ctx,
+            c"top_capacity".as_ptr().cast_mut(),
+            registry.capacity as u64,
+        );
+        add_field(
+            ctx,
+            c"policies".as_ptr().cast_mut(),
+            registry.policies.len() as u64,
+        );
+    }
+    for (name, shadow, c) in registry.counters() {
+        // Names are printable ASCII without NUL (checked on SET and load).
+        let Ok(field) = CString::new([b"policy_", name].concat()) else {
+            continue;
+        };
+        let values = [
+            (c"calls", c.calls),
+            (c"allowed", c.allowed),
+            (c"refused", c.refused),
+            (c"shadow_refused", c.shadow_refused),
+            (c"errors", c.errors),
+            (c"shadow", u64::from(shadow)),
+        ];
+        unsafe {
+            begin(ctx, field.as_ptr().cast_mut());
+            for (what, value) in values {
+                add_field(ctx, what.as_ptr().cast_mut(), value);
+            }
+            end(ctx);
+        }
+    }
+}
+
+/// The module's configuration at load: `top-capacity` as a module
+/// argument (every server: `loadmodule libredis_cell.so top-capacity
+/// 2048`), and as `redis-cell.top-capacity` where the server has module
+/// configuration (Redis 7.0+, Valkey): `CONFIG SET/GET`, and in the config
+/// file. A module argument wins over the config file.
+pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
+    let mut capacity = None;
+    let mut words = args.iter().map(|a| a.as_slice());
+    while let Some(word) = words.next() {
+        let value = words.next().and_then(|v| cell_core::parse::integer(v).ok());
+        match (word.eq_ignore_ascii_case(b"top-capacity"), value) {
+            (true, Some(n)) if (0..=MAX_TOP_CAPACITY as i64).contains(&n) => {
+                capacity = Some(n as usize)
+            }
+            _ => {
+                ctx.log_warning(&format!(
+                    "redis-cell: bad module arguments; expected `top-capacity N` with N from 0 to {MAX_TOP_CAPACITY}"
+                ));
+                return Status::Err;
+            }
+        }
+    }
+    if let (Some(register), Some(load)) = (
+        api!(RedisModule_RegisterNumericConfig),
+        api!(RedisModule_LoadConfigs),
+    ) {
+        // SAFETY: called during OnLoad; the name is NUL-terminated and the
+        // callbacks have the signatures the server expects.
+        let ok = unsafe {
+            register(
+                ctx.ctx,
+                c"top-capacity".as_ptr(),
+                DEFAULT_TOP_CAPACITY as i64,
+                raw::REDISMODULE_CONFIG_DEFAULT,
+                0,
+                MAX_TOP_CAPACITY as i64,
+                Some(get_capacity),
+                Some(set_capacity),
+                None,
+                std::ptr::null_mut(),
+            ) == raw::REDISMODULE_OK as c_int
+                && load(ctx.ctx) == raw::REDISMODULE_OK as c_int
+        };
+        if !ok {
+            ctx.log_warning("redis-cell: could not register redis-cell.top-capacity");
+            return Status::Err;
+        }
+    }
+    if let Some(n) = capacity {
+        registry().set_capacity(n);
+    }
+    Status::Ok
+}
+
+unsafe extern "C" fn get_capacity(_name: *const c_char, _privdata: *mut c_void) -> i64 {
+    registry().capacity() as i64
+}
+
+unsafe extern "C" fn set_capacity(
+    _name: *const c_char,
+    value: i64,
+    _privdata: *mut c_void,
+    _err: *mut *mut raw::RedisModuleString,
+) -> c_int {
+    // The server checked the bounds it was given.
+    let value = usize::try_from(value).unwrap_or(DEFAULT_TOP_CAPACITY);
+    let mut registry = registry();
+    if registry.capacity() != value {
+        registry.set_capacity(value);
+    }
+    raw::REDISMODULE_OK as c_int
+}
