@@ -398,9 +398,13 @@ fn the_readme_acl_recipe_grants_every_public_command_and_no_effect() {
             .query(u)
             .unwrap();
         listed.sort();
-        let mut public: Vec<String> = COMMANDS.iter().map(|n| n.to_string()).collect();
-        public.sort();
-        assert_eq!(listed, public);
+        let mut visible: Vec<String> = [COMMANDS, ADMIN]
+            .concat()
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        visible.sort();
+        assert_eq!(listed, visible);
         assert_eq!(
             cmd(u, "COMMAND INFO sw.record"),
             Ok(Value::Array(vec![Value::Nil]))
