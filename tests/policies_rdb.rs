@@ -203,3 +203,52 @@ fn a_full_sync_leaves_exactly_the_masters_policies() {
         }
     }
 }
+
+/// A replica that loses its link for longer than the master's backlog
+/// covers gets a full sync from the same master; with `repl-diskless-load
+/// swapdb` Redis 7.0+ and Valkey then load it asynchronously (the old
+/// dataset is served until the new one is complete). It too ends with
+/// exactly the master's policies (a writable replica's own are dropped).
+#[test]
+fn an_async_full_sync_leaves_exactly_the_masters_policies() {
+    let master = Server::with(Options {
+        config: vec![
+            ("repl-diskless-sync".into(), "yes".into()),
+            ("repl-backlog-size".into(), "16384".into()),
+        ],
+        ..Options::default()
+    });
+    let m = &mut master.conn();
+    let replica = replica_of(
+        &master,
+        vec![
+            ("repl-diskless-load".into(), "swapdb".into()),
+            ("replica-read-only".into(), "no".into()),
+        ],
+    );
+    let r = &mut replica.conn();
+    for masters in [vec![], vec!["m1"]] {
+        for name in &masters {
+            ok(m, &format!("CL.POLICY SET {name} GCRA 1 1 1"));
+        }
+        ok(r, "CL.POLICY SET stale GCRA 1 1 1");
+        let before = sync_full(m);
+        // Drop the link and write more than the backlog holds: the replica
+        // cannot continue where it was.
+        let mut fill = redis::pipe();
+        for i in 0..8 {
+            fill.cmd("SET")
+                .arg(format!("fill{i}"))
+                .arg(vec![b'x'; 8192])
+                .ignore();
+        }
+        cmd(m, "CLIENT KILL TYPE replica").unwrap();
+        fill.query::<()>(m).unwrap();
+        eventually("a full sync", || {
+            let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
+            info.contains("master_link_status:up") && sync_full(m) > before
+        });
+        assert_eq!(list(r), masters);
+        assert_eq!(dbsize(r), 8);
+    }
+}
