@@ -174,17 +174,31 @@ fn sync_full(c: &mut redis::Connection) -> i64 {
 }
 
 /// A replica that had its own policies ends a full sync with exactly its
-/// master's: none, or other ones; with the RDB on disk and diskless.
+/// master's: none, or other ones; with the RDB on disk and diskless (and
+/// on Valkey over a second connection, dual-channel replication).
 #[test]
 fn a_full_sync_leaves_exactly_the_masters_policies() {
-    for load in ["disabled", "swapdb", "on-empty-db"] {
+    let mut modes = vec![("disabled", "no"), ("swapdb", "no"), ("on-empty-db", "no")];
+    if server_version().valkey {
+        modes.extend([("disabled", "yes"), ("swapdb", "yes")]);
+    }
+    for (load, dual) in modes {
+        let dual_channel = |mut config: Vec<(String, String)>| {
+            if server_version().valkey {
+                config.push(("dual-channel-replication-enabled".into(), dual.into()));
+            }
+            config
+        };
         let master = Server::with(Options {
-            config: vec![("repl-diskless-sync".into(), "yes".into())],
+            config: dual_channel(vec![("repl-diskless-sync".into(), "yes".into())]),
             ..Options::default()
         });
         let m = &mut master.conn();
         ok(m, "SET k v");
-        let replica = replica_of(&master, vec![("repl-diskless-load".into(), load.into())]);
+        let replica = replica_of(
+            &master,
+            dual_channel(vec![("repl-diskless-load".into(), load.into())]),
+        );
         let r = &mut replica.conn();
         for masters in [vec![], vec!["m1", "m2"]] {
             for name in &masters {
@@ -198,7 +212,7 @@ fn a_full_sync_leaves_exactly_the_masters_policies() {
                 let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
                 info.contains("master_link_status:up") && sync_full(m) > before
             });
-            assert_eq!(list(r), masters, "{load}");
+            assert_eq!(list(r), masters, "{load}, dual channel {dual}");
             assert_eq!(get(r, "k").as_deref(), Some("v"), "{load}");
         }
     }
