@@ -4,7 +4,8 @@
 //! in module memory, is saved in RDB files as the module's auxiliary data
 //! (the `cell-pols` type, which holds no keys), reaches replicas by full
 //! sync and by the replication of `CL.POLICY SET`/`DEL`, and is counted
-//! per node.
+//! per node. Every load of an RDB (a restart, `DEBUG RELOAD`, a full sync)
+//! ends with exactly the file's set, none if the file has no set.
 //!
 //! Commands run on the server's main thread; the lock only makes the
 //! static safe to share (an RDB child process reads it after `fork`, when
@@ -44,6 +45,9 @@ pub struct Registry {
     /// Every limiter command's refusals, policy or not.
     top: Option<Box<Top<Vec<u8>>>>,
     capacity: usize,
+    /// While an RDB loads: the set it carries (empty until its auxiliary
+    /// data is read), which replaces `policies` when the load succeeds.
+    loading: Option<HashMap<Vec<u8>, Policy, Seeded>>,
 }
 
 static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
@@ -51,6 +55,7 @@ static REGISTRY: LazyLock<Mutex<Registry>> = LazyLock::new(|| {
         policies: HashMap::with_hasher(Seeded::new()),
         top: None,
         capacity: DEFAULT_TOP_CAPACITY,
+        loading: None,
     })
 });
 
@@ -248,6 +253,13 @@ const AUX_VERSION: i32 = 0;
 
 /// Holds no keys: it carries the policy set in RDB files (and in the RDB
 /// preamble of an AOF rewrite, and the RDB of a full sync).
+///
+/// Both save callbacks are given, and the server picks by the methods'
+/// version it knows: Redis 7.2+ and Valkey read version 5 and call
+/// `aux_save2`, which writes nothing when there are no policies, so that
+/// such a file loads without the module; Redis 6.2 and 7.0 read the fields
+/// of their older versions only (a newer version is accepted) and call
+/// `aux_save`, which always writes the set.
 pub static POLICY_TYPE: RedisType = RedisType::new(
     "cell-pols",
     AUX_VERSION,
@@ -261,7 +273,7 @@ pub static POLICY_TYPE: RedisType = RedisType::new(
         free: Some(no_key_free),
         aux_load: Some(aux_load),
         aux_save: Some(aux_save),
-        aux_save2: None,
+        aux_save2: Some(aux_save2),
         aux_save_triggers: raw::REDISMODULE_AUX_BEFORE_RDB as c_int,
         free_effort: None,
         unlink: None,
@@ -284,8 +296,8 @@ unsafe extern "C" fn no_key_save(_rdb: *mut raw::RedisModuleIO, _value: *mut c_v
 
 unsafe extern "C" fn no_key_free(_value: *mut c_void) {}
 
-/// Saves the whole set, even when empty, so that a replica's full sync
-/// replaces whatever policies it had.
+/// Redis 6.2 and 7.0: saves the whole set, even when empty (such a file
+/// needs the module to load).
 unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, when: c_int) {
     if when != raw::REDISMODULE_AUX_BEFORE_RDB as c_int {
         return;
@@ -294,10 +306,25 @@ unsafe extern "C" fn aux_save(rdb: *mut raw::RedisModuleIO, when: c_int) {
     raw::save_slice(rdb, &data);
 }
 
-/// Replaces the set with the one saved. A payload that does not decode,
-/// or a policy whose limiter this module does not read, fails the load
-/// (the module handles I/O errors: the server refuses the file instead of
-/// aborting).
+/// Redis 7.2+ and Valkey: saves the set unless it is empty; writing
+/// nothing leaves no trace of the module in the file.
+unsafe extern "C" fn aux_save2(rdb: *mut raw::RedisModuleIO, when: c_int) {
+    if when != raw::REDISMODULE_AUX_BEFORE_RDB as c_int {
+        return;
+    }
+    let saved = registry().saved();
+    if saved.is_empty() {
+        return;
+    }
+    raw::save_slice(rdb, &policy::encode(&saved));
+}
+
+/// Reads the set saved. While an RDB loads (see [`on_loading`]) it waits
+/// for the load to succeed; otherwise (an AOF's RDB preamble, whose
+/// commands that follow change the set as they replay) it replaces the set
+/// at once. A payload that does not decode, or a policy whose limiter this
+/// module does not read, fails the load (the module handles I/O errors:
+/// the server refuses the file instead of aborting).
 unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when: c_int) -> c_int {
     const ERR: c_int = raw::REDISMODULE_ERR as c_int;
     if encver != AUX_VERSION || when != raw::REDISMODULE_AUX_BEFORE_RDB as c_int {
@@ -326,8 +353,48 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
         );
     }
     let mut r = registry();
-    r.policies = policies;
+    match r.loading.as_mut() {
+        Some(loading) => *loading = policies,
+        None => r.policies = policies,
+    }
     raw::REDISMODULE_OK as c_int
+}
+
+/// Follows the server's loads, so that each ends with exactly the set its
+/// data carries, also when an RDB saved by Redis 7.2+ or Valkey has none:
+///
+/// - An RDB (a restart, `DEBUG RELOAD`, a replica's full sync, on disk or
+///   diskless): the loaded set replaces the current one when the load ends,
+///   and only if it succeeds. Until then the current set stays, as the
+///   current keys do while a replica loads with `repl-diskless-load
+///   swapdb` (the old dataset is served until the new one is complete, and
+///   kept if the load fails).
+/// - An AOF: the set is cleared when the load starts; the RDB preamble (if
+///   any) and the replayed `CL.POLICY` commands then make it.
+unsafe extern "C" fn on_loading(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    let mut r = registry();
+    match subevent {
+        raw::REDISMODULE_SUBEVENT_LOADING_RDB_START
+        | raw::REDISMODULE_SUBEVENT_LOADING_REPL_START => {
+            r.loading = Some(HashMap::with_hasher(Seeded::new()));
+        }
+        raw::REDISMODULE_SUBEVENT_LOADING_AOF_START => {
+            r.loading = None;
+            r.policies.clear();
+        }
+        raw::REDISMODULE_SUBEVENT_LOADING_ENDED => {
+            if let Some(loaded) = r.loading.take() {
+                r.policies = loaded;
+            }
+        }
+        raw::REDISMODULE_SUBEVENT_LOADING_FAILED => r.loading = None,
+        _ => {}
+    }
 }
 
 /// The `redis-cell_policies` INFO section: the summaries' capacity, the
@@ -437,6 +504,26 @@ pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
     }
     if let Some(n) = capacity {
         registry().set_capacity(n);
+    }
+    subscribe_to_loading(ctx)
+}
+
+/// Subscribes [`on_loading`] to the server's loading events (Redis 6.0+,
+/// every Valkey). A server without them has no `aux_save2` either: every
+/// file it saves carries the set, which its load then replaces.
+fn subscribe_to_loading(ctx: &Context) -> Status {
+    let Some(subscribe) = api!(RedisModule_SubscribeToServerEvent) else {
+        return Status::Ok;
+    };
+    let event = raw::RedisModuleEvent {
+        id: raw::REDISMODULE_EVENT_LOADING,
+        dataver: 1,
+    };
+    // SAFETY: called during OnLoad with the load context; the callback has
+    // the signature the server expects.
+    if unsafe { subscribe(ctx.ctx, event, Some(on_loading)) } != raw::REDISMODULE_OK as c_int {
+        ctx.log_warning("redis-cell: could not subscribe to the server's loading events");
+        return Status::Err;
     }
     Status::Ok
 }

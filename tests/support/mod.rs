@@ -155,6 +155,9 @@ pub struct Options {
     pub real_clock: bool,
     /// Arguments for the module (`loadmodule path args...`).
     pub module_args: Vec<String>,
+    /// A plain server, without the module (what an operator who unloaded
+    /// it has).
+    pub without_module: bool,
 }
 
 impl Server {
@@ -221,11 +224,11 @@ impl Server {
             .arg("--bind")
             .arg("127.0.0.1")
             .arg("--dir")
-            .arg(&dir)
-            .arg("--loadmodule")
-            .arg(module)
-            .args(&opts.module_args)
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg(&dir);
+        if !opts.without_module {
+            cmd.arg("--loadmodule").arg(module).args(&opts.module_args);
+        }
+        cmd.args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])
             .arg("--logfile")
@@ -256,14 +259,14 @@ impl Server {
             child,
             clock,
         };
-        Ok(server.wait_ready()?.then_some(server))
+        Ok(server.wait_ready(!opts.without_module)?.then_some(server))
     }
 
     /// Waits (bounded) until this very process answers PING with the module
-    /// loaded; `false` if it could not bind its port, and its exit status
-    /// and log if it exited for any other reason (a module that fails to
-    /// load, a file it refuses).
-    fn wait_ready(&mut self) -> Result<bool, (std::process::ExitStatus, String)> {
+    /// loaded (if `module`); `false` if it could not bind its port, and its
+    /// exit status and log if it exited for any other reason (a module that
+    /// fails to load, a file it refuses).
+    fn wait_ready(&mut self, module: bool) -> Result<bool, (std::process::ExitStatus, String)> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -287,9 +290,10 @@ impl Server {
                 // Still loading its data: not ready yet.
                 let modules = redis::cmd("MODULE").arg("LIST").query::<Value>(&mut c);
                 if let (Some(true), Ok(modules)) = (pid.map(|p| p == self.child.id()), modules) {
-                    assert!(
+                    assert_eq!(
                         format!("{modules:?}").contains("redis-cell"),
-                        "module not loaded: {modules:?}"
+                        module,
+                        "modules loaded: {modules:?}"
                     );
                     return Ok(true);
                 }
