@@ -1,0 +1,190 @@
+-- The limiters as the commands use them (src/limiter.rs): parameters
+-- parsed from words, a decision read from a key, and the write that
+-- follows when the call goes ahead. Single commands and CL.THROTTLEALL
+-- share all of it.
+--
+-- A limiter is { 'gcra', g }, { 'exact', limit, ws, wn },
+-- { 'approx', limit, ws, wn } or { 'fixed', fw }.
+
+local limiter = {}
+local MAX_LIMIT = 9007199254740992 -- 2^53: Lua replies integers as doubles
+
+-- max_burst count_per_period period, each checked as it comes: the
+-- parsed words, or nil and the error. limiter.gcra() checks them together.
+function limiter.gcra_args(mb, count, period)
+  local bs, bn = integer(mb)
+  if not bs then return nil, E.NOT_INTEGER end
+  if bs < 0 then return nil, E.NEGATIVE_MAX_BURST end
+  local cs, cn = integer(count)
+  if not cs then return nil, E.NOT_INTEGER end
+  if cs < 0 or (cs == 0 and cn < 1) then return nil, E.COUNT_NOT_POSITIVE end
+  local ps, pn = grammar.duration(period, 'period')
+  if not ps then return nil, pn end
+  if ps < 0 or (ps == 0 and pn < 1) then return nil, E.PERIOD_NOT_POSITIVE end
+  return { bs, bn, count, ps, pn }
+end
+
+-- What needs the three together (Gcra::new), then the twin's own range.
+function limiter.gcra(a)
+  local g, err = gcra.new(a[1], a[2], a[3], a[4], a[5])
+  if not g then return nil, err end
+  if g[5] >= MAX_LIMIT then return nil, E.BIG_LIMIT end
+  return { 'gcra', g }
+end
+
+-- A non-negative integer limit, as a double (inexact when too large for
+-- the twin: limiter.check_limit() refuses it after the module's checks).
+function limiter.limit(w)
+  local s, n = integer(w)
+  if not s then return nil, E.NOT_INTEGER end
+  if s < 0 then return nil, E.NEGATIVE_LIMIT end
+  return ptod(s, n)
+end
+
+function limiter.check_limit(limit)
+  if limit >= MAX_LIMIT then return nil, E.BIG_LIMIT end
+  return true
+end
+
+-- A positive duration named `what` (`window`, `lease`): a pair.
+function limiter.window(w, what, not_positive)
+  local s, n = grammar.duration(w, what)
+  if not s then return nil, n end
+  if s < 0 or (s == 0 and n < 1) then return nil, not_positive end
+  return s, n
+end
+
+-- FW's second argument: a calendar unit, or a window. Returns the unit
+-- name, or false and the window pair; or nil and the error.
+function limiter.window_or_unit(w)
+  local unit = calendar.unit(w)
+  if unit then return unit end
+  local s, n = limiter.window(w, 'window', E.WINDOW_NOT_POSITIVE)
+  if not s then return nil, n end
+  return false, s, n
+end
+
+-- The fixed window limiter once its options are known (TZ needs a unit).
+function limiter.fixed(limit, unit, ws, wn, tz, align)
+  if unit then return { 'fixed', fixed.calendar(limit, unit, tz or 0) } end
+  if tz then return nil, E.TZ_WITHOUT_CALENDAR end
+  return { 'fixed', fixed.new(limit, ws, wn, align) }
+end
+
+function limiter.sliding(limit, ws, wn, approx)
+  return { approx and 'approx' or 'exact', limit, ws, wn }
+end
+
+-- A sliding window key's string, checked against the mode asked for.
+local function window_state(key, approx_mode)
+  local v, err = store.get(key, true)
+  if err then return nil, err end
+  if not v then return false end
+  if sliding.open(v) then
+    if approx_mode then return nil, E.EXACT_KEY end
+    return v
+  end
+  if approx.open(v) then
+    if not approx_mode then return nil, E.APPROX_KEY end
+    return v
+  end
+  return nil, E.WRONG_TYPE
+end
+limiter.window_state = window_state
+
+-- Decides a request of `quantity` (a pair) at `now` on `key`, writing
+-- nothing. Returns { verdict, write, repair }: `write` is nil or
+-- { value, expire_ms, current_ms }, `repair` an expiry for a counter
+-- found without TTL; or nil and the error.
+function limiter.decide(lim, key, now_s, now_n, qs, qn)
+  local kind = lim[1]
+  if kind == 'gcra' then
+    local found, ts, tn = store.integer(key, E.INVALID_TAT)
+    if found == nil then return nil, ts end
+    if not found then ts, tn = nil, nil end
+    local decision, v, nts, ntn, exp = gcra.decide(lim[2], ts, tn, now_s, now_n, qs, qn)
+    if not decision then return nil, v end
+    if decision == 'allowed' then
+      return { v, { ptostr(nts, ntn), exp } }
+    end
+    return { v }
+  elseif kind == 'fixed' then
+    local found, cs, cn = store.integer(key, E.INVALID_COUNTER)
+    if found == nil then return nil, cs end
+    local exp_ms
+    if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
+    local effect, v, as, an, end_ms = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
+    if effect == 'store' then return { v, { ptostr(as, an), end_ms, exp_ms } } end
+    if effect == 'expire' then return { v, nil, end_ms } end
+    return { v }
+  end
+  local approx_mode = kind == 'approx'
+  local state, err = window_state(key, approx_mode)
+  if state == nil then return nil, err end
+  local q = ptod(qs, qn)
+  if approx_mode then
+    local decision, v, v2, exp = approx.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
+    if not decision then return nil, v end
+    if v2 then return { v, { v2, exp } } end
+    return { v }
+  end
+  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
+  if at_s then
+    local v2, exp = sliding.record(state or nil, lim[3], lim[4], at_s, at_n, q)
+    return { v, { v2, exp } }
+  end
+  return { v }
+end
+
+-- Writes what the call writes: the repair, and the write itself when the
+-- call goes ahead.
+function limiter.apply(d, key, goes_ahead, now_ms)
+  if d[3] then store.expire_at(key, d[3]) end
+  if goes_ahead and d[2] then
+    local w = d[2]
+    store.set(key, w[1], w[2], w[3], now_ms)
+  end
+end
+
+-- Gives back up to `quantity` on `key` and answers what the limiter's peek
+-- answers afterwards; or nil and the error.
+function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
+  local kind = lim[1]
+  if kind == 'gcra' then
+    local found, ts, tn = store.integer(key, E.INVALID_TAT)
+    if found == nil then return nil, ts end
+    if found then
+      local r, nts, ntn, exp = gcra.refund(lim[2], ts, tn, now_s, now_n, qs, qn)
+      if r == 'empty' then store.delete(key)
+      elseif r == 'store' then store.set(key, ptostr(nts, ntn), exp, nil, now_ms) end
+    end
+  elseif kind == 'fixed' then
+    local found, cs, cn = store.integer(key, E.INVALID_COUNTER)
+    if found == nil then return nil, cs end
+    if found then
+      local exp_ms = store.expire_ms(key, now_ms)
+      local rs, rn, exp = fixed.refund(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
+      if rs then
+        if rs == 0 and rn == 0 then store.delete(key)
+        else store.set(key, ptostr(rs, rn), exp, exp_ms, now_ms) end
+      end
+    end
+  else
+    local approx_mode = kind == 'approx'
+    local state, err = window_state(key, approx_mode)
+    if state == nil then return nil, err end
+    if state and (qs > 0 or qn > 0) then
+      local q = ptod(qs, qn)
+      local v2, exp
+      if approx_mode then
+        v2, exp = approx.unrecord(state, lim[3], lim[4], now_s, now_n, q)
+      else
+        v2, exp = sliding.unrecord(state, lim[3], lim[4], now_s, now_n, q)
+      end
+      if v2 then store.set(key, v2, exp, nil, now_ms) else store.delete(key) end
+    end
+  end
+  local d, err = limiter.decide(lim, key, now_s, now_n, 0, 0)
+  if not d then return nil, err end
+  return d[1]
+end
