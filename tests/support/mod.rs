@@ -135,6 +135,8 @@ pub struct Server {
     pub dir: PathBuf,
     child: Child,
     clock: PathBuf,
+    /// Whether the module is loaded.
+    module: bool,
 }
 
 /// How to start a server.
@@ -146,6 +148,8 @@ pub struct Options {
     pub dir: Option<PathBuf>,
     /// Start with the real clock instead of the controlled one.
     pub real_clock: bool,
+    /// Start without the module (a server as managed services run it).
+    pub no_module: bool,
 }
 
 impl Server {
@@ -172,7 +176,11 @@ impl Server {
 
     /// A started server, or how it exited before answering.
     fn try_with(opts: Options) -> Result<Self, (std::process::ExitStatus, String)> {
-        let module = module_path();
+        let module = if opts.no_module {
+            None
+        } else {
+            Some(module_path())
+        };
         let dir = opts.dir.clone().unwrap_or_else(fresh_dir);
         fs::create_dir_all(&dir).expect("create server dir");
         let clock = dir.join("clock");
@@ -186,7 +194,7 @@ impl Server {
         // server's bind: start again on another port when that happens.
         for _ in 0..10 {
             let port = free_port();
-            match Self::spawn(&opts, &module, &dir, &clock, port) {
+            match Self::spawn(&opts, module.as_deref(), &dir, &clock, port) {
                 Ok(Some(server)) => return Ok(server),
                 Ok(None) => continue,
                 Err(exit) => return Err(exit),
@@ -198,7 +206,7 @@ impl Server {
     /// Starts a server on `port`; `None` if the port was taken meanwhile.
     fn spawn(
         opts: &Options,
-        module: &Path,
+        module: Option<&Path>,
         dir: &Path,
         clock: &Path,
         port: u16,
@@ -213,8 +221,6 @@ impl Server {
             .arg("127.0.0.1")
             .arg("--dir")
             .arg(&dir)
-            .arg("--loadmodule")
-            .arg(module)
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])
@@ -230,6 +236,9 @@ impl Server {
                     .map(Stdio::from)
                     .unwrap_or_else(|_| Stdio::null()),
             );
+        if let Some(module) = module {
+            cmd.arg("--loadmodule").arg(module);
+        }
         if server_version().has_7_0() {
             // For DEBUG DIGEST comparisons (always allowed before 7.0).
             cmd.args(["--enable-debug-command", "local"]);
@@ -245,6 +254,7 @@ impl Server {
             dir,
             child,
             clock,
+            module: module.is_some(),
         };
         Ok(server.wait_ready()?.then_some(server))
     }
@@ -277,9 +287,10 @@ impl Server {
                 // Still loading its data: not ready yet.
                 let modules = redis::cmd("MODULE").arg("LIST").query::<Value>(&mut c);
                 if let (Some(true), Ok(modules)) = (pid.map(|p| p == self.child.id()), modules) {
-                    assert!(
+                    assert_eq!(
                         format!("{modules:?}").contains("redis-cell"),
-                        "module not loaded: {modules:?}"
+                        self.module,
+                        "module loaded or not as asked: {modules:?}"
                     );
                     return Ok(true);
                 }
