@@ -13,17 +13,6 @@ use twin::diff::Pair;
 use twin::gen::{Gen, OTHER_TYPES};
 use twin::*;
 
-fn env_u64(name: &str) -> Option<u64> {
-    std::env::var(name).ok().map(|v| {
-        let v = v.trim();
-        let parsed = match v.strip_prefix("0x") {
-            Some(hex) => u64::from_str_radix(hex, 16),
-            None => v.parse(),
-        };
-        parsed.unwrap_or_else(|_| panic!("{name}={v} is not a number"))
-    })
-}
-
 /// Creates the keys of other types, for the module and for the twin.
 pub fn other_types(c: &mut redis::Connection) {
     for line in OTHER_TYPES {

@@ -27,6 +27,8 @@ pub struct Gen {
     /// Only what the module's first grammar reads: durations in plain
     /// seconds, no defects.
     pub classic: bool,
+    /// Only the limiters whose state is a plain string: CL and FW.
+    pub only_strings: bool,
 }
 
 fn w(s: impl Into<String>) -> Vec<u8> {
@@ -40,6 +42,7 @@ impl Gen {
             generated: Vec::new(),
             keys: 3,
             classic: std::env::var_os("TWIN_CLASSIC").is_some(),
+            only_strings: false,
         }
     }
 
@@ -92,7 +95,11 @@ impl Gen {
                 ];
                 return self.one(&other).to_string();
             }
-            let kind = KINDS[self.below(4) as usize];
+            let kind = if self.only_strings {
+                ["cl", "fw"][self.below(2) as usize]
+            } else {
+                KINDS[self.below(4) as usize]
+            };
             return format!("{kind}:{}", self.below(self.keys as u64));
         }
         format!("{kind}:{}", self.below(self.keys as u64))
@@ -212,7 +219,12 @@ impl Gen {
     /// One call as words: a valid one, or (with probability `defect_pct`)
     /// one with a defect.
     pub fn call(&mut self, defect_pct: u64) -> Vec<Vec<u8>> {
-        let mut words = match self.below(30) {
+        let pick = if self.only_strings {
+            [0, 4, 6, 8, 9, 17, 21, 22][self.below(8) as usize]
+        } else {
+            self.below(30)
+        };
+        let mut words = match pick {
             0..=3 => self.cl("cl.throttle"),
             4 | 5 => self.cl("cl.peek"),
             6 | 7 => self.cl("cl.reserve"),
@@ -453,7 +465,11 @@ impl Gen {
         let mut keys = Vec::new();
         let mut kinds = Vec::new();
         for _ in 0..n {
-            let kind = ["cl", "sw", "fw"][self.below(3) as usize];
+            let kind = if self.only_strings {
+                ["cl", "fw"][self.below(2) as usize]
+            } else {
+                ["cl", "sw", "fw"][self.below(3) as usize]
+            };
             let mut key = self.key(kind);
             // Distinct keys, unless on purpose.
             while keys.contains(&key) && !self.pct(10) {

@@ -103,6 +103,19 @@ impl Twin {
     }
 }
 
+/// A number from the environment (`TWIN_SEED`, `TWIN_STEPS`), decimal or
+/// `0x` hexadecimal.
+pub fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().map(|v| {
+        let v = v.trim();
+        let parsed = match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16),
+            None => v.parse(),
+        };
+        parsed.unwrap_or_else(|_| panic!("{name}={v} is not a number"))
+    })
+}
+
 /// Whether a call's words may cause an error.
 pub type Cause = fn(&[Vec<u8>]) -> bool;
 
