@@ -1,6 +1,7 @@
 //! Borrowed views of a command's arguments, and their parsing.
 
-use crate::error::{self, CmdError};
+use crate::error::CmdError;
+use cell_core::options::{self, Found, Opt};
 use cell_core::parse;
 use redis_module::raw;
 
@@ -53,7 +54,18 @@ impl<'a> Args<'a> {
         self.bytes(i).unwrap_or_default()
     }
 
-    /// Checks the argument count: `min..=max` including the command name.
+    /// Checks that the `n` words a command requires (its name included)
+    /// are there; any more are options.
+    pub fn require(&self, n: usize) -> Result<(), CmdError> {
+        if self.len() >= n {
+            Ok(())
+        } else {
+            Err(CmdError::WrongArity)
+        }
+    }
+
+    /// Checks the argument count of a replication-only command, whose
+    /// forms are fixed: `min..=max` words including the command name.
     pub fn expect_len(&self, min: usize, max: usize) -> Result<(), CmdError> {
         if (min..=max).contains(&self.len()) {
             Ok(())
@@ -66,58 +78,24 @@ impl<'a> Args<'a> {
         Ok(parse::integer(self.word(i))?)
     }
 
-    /// The optional words from `from` on, in any order: each of `flags`
-    /// (case-insensitive) at most once, and, when `with_quantity`, at most
-    /// one quantity (an integer `>= 0`; 1 when absent). A repeated flag or
-    /// quantity is a syntax error; any other word is read as the quantity.
-    pub fn options(
+    /// The options from word `from` to the end (docs/grammar.md).
+    pub fn options(&self, from: usize, spec: &[Opt]) -> Result<Found<'a>, CmdError> {
+        Ok(self.options_until(from, spec, |_| false)?.0)
+    }
+
+    /// The options from word `from` up to a `stop` word, and where they
+    /// end.
+    pub fn options_until(
         &self,
         from: usize,
-        flags: &[&str],
-        with_quantity: bool,
-    ) -> Result<Options, CmdError> {
-        let mut options = Options {
-            quantity: 1,
-            flags: 0,
-        };
-        let mut quantity_seen = false;
-        for j in from..self.len() {
-            let word = self.word(j);
-            match flags
-                .iter()
-                .position(|f| word.eq_ignore_ascii_case(f.as_bytes()))
-            {
-                Some(bit) if options.flags & (1 << bit) == 0 => options.flags |= 1 << bit,
-                Some(_) => return Err(error::SYNTAX),
-                None if with_quantity && !quantity_seen => {
-                    options.quantity = quantity(word)?;
-                    quantity_seen = true;
-                }
-                None => return Err(error::SYNTAX),
-            }
-        }
-        Ok(options)
-    }
-}
-
-/// What [`Args::options`] found.
-#[derive(Clone, Copy)]
-pub struct Options {
-    pub quantity: i64,
-    flags: u32,
-}
-
-impl Options {
-    /// Whether the `i`-th flag of the list given to [`Args::options`] was set.
-    pub fn has(&self, i: u32) -> bool {
-        self.flags & (1 << i) != 0
+        spec: &[Opt],
+        stop: impl Fn(&[u8]) -> bool,
+    ) -> Result<(Found<'a>, usize), CmdError> {
+        Ok(options::read(spec, |i| self.bytes(i), from, stop)?)
     }
 }
 
 /// A quantity argument: an integer `>= 0`.
 pub fn quantity(arg: &[u8]) -> Result<i64, CmdError> {
-    match parse::integer(arg)? {
-        q if q < 0 => Err(error::NEGATIVE_QUANTITY),
-        q => Ok(q),
-    }
+    Ok(options::quantity(arg)?)
 }

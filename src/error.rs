@@ -1,7 +1,9 @@
 //! Every error the module replies with, defined once with its exact text.
 
-use cell_core::parse::ParseError;
+use cell_core::options::{shown, OptionError, Shown};
+use cell_core::parse::{DurationError, ParseError};
 use cell_core::ParamError;
+use std::borrow::Cow;
 
 /// A reason a command was refused. Nothing is written when one is returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,6 +12,27 @@ pub enum CmdError {
     WrongArity,
     /// A fixed `-ERR ...` or `-WRONGTYPE ...` text.
     Reply(&'static str),
+    /// `ERR unknown option 'word'`.
+    UnknownOption(Shown),
+    /// `ERR NAME given twice`.
+    Twice(&'static str),
+    /// `ERR NAME needs a value`.
+    NeedsValue(&'static str),
+}
+
+impl CmdError {
+    /// The error's text, for the cases that are not the server's own.
+    pub fn text(&self) -> Option<Cow<'static, str>> {
+        Some(match self {
+            CmdError::WrongArity => return None,
+            CmdError::Reply(text) => Cow::Borrowed(text),
+            CmdError::UnknownOption(word) => {
+                Cow::Owned(format!("ERR unknown option '{}'", word.as_str()))
+            }
+            CmdError::Twice(name) => Cow::Owned(format!("ERR {name} given twice")),
+            CmdError::NeedsValue(name) => Cow::Owned(format!("ERR {name} needs a value")),
+        })
+    }
 }
 
 pub const NOT_INTEGER: CmdError = CmdError::Reply("ERR value is not an integer or out of range");
@@ -76,6 +99,18 @@ pub const BAD_HOLD: CmdError =
 pub const BAD_DROP: CmdError = CmdError::Reply("ERR invalid CC.DROP: needs now >= 0");
 pub const BAD_LEASES: CmdError =
     CmdError::Reply("ERR invalid CC.LOAD payload: not serialized leases");
+pub const BAD_PERIOD: CmdError = CmdError::Reply(
+    "ERR invalid period: expected seconds or a number with a unit: ms, s, m, h or d",
+);
+pub const BAD_WINDOW: CmdError = CmdError::Reply(
+    "ERR invalid window: expected seconds or a number with a unit: ms, s, m, h or d",
+);
+pub const BAD_LEASE: CmdError = CmdError::Reply(
+    "ERR invalid lease: expected seconds or a number with a unit: ms, s, m, h or d",
+);
+pub const BAD_MAXWAIT: CmdError = CmdError::Reply(
+    "ERR invalid MAXWAIT: expected seconds or a number with a unit: ms, s, m, h or d",
+);
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
 
@@ -83,6 +118,26 @@ impl From<ParseError> for CmdError {
     fn from(_: ParseError) -> Self {
         NOT_INTEGER
     }
+}
+
+impl From<OptionError<'_>> for CmdError {
+    fn from(e: OptionError) -> Self {
+        match e {
+            OptionError::Unknown(word) => CmdError::UnknownOption(shown(word)),
+            OptionError::Twice(name) => CmdError::Twice(name),
+            OptionError::NeedsValue(name) => CmdError::NeedsValue(name),
+            OptionError::NotInteger => NOT_INTEGER,
+            OptionError::NegativeQuantity => NEGATIVE_QUANTITY,
+        }
+    }
+}
+
+/// A duration argument: `malformed` names the argument.
+pub fn duration(word: &[u8], malformed: CmdError) -> Result<i64, CmdError> {
+    cell_core::parse::duration(word).map_err(|e| match e {
+        DurationError::Malformed => malformed,
+        DurationError::OutOfRange => OVERFLOW,
+    })
 }
 
 impl From<ParamError> for CmdError {

@@ -106,17 +106,17 @@ fn reply_integers(ctx: *mut raw::RedisModuleCtx, values: &[i64], last: Option<i6
 }
 
 fn reply_error(ctx: *mut raw::RedisModuleCtx, e: CmdError) {
-    match e {
-        CmdError::WrongArity => {
+    match e.text() {
+        None => {
             if let Some(wrong_arity) = api!(RedisModule_WrongArity) {
                 // SAFETY: `ctx` is the live context of the running command.
                 unsafe { wrong_arity(ctx) };
             }
         }
-        CmdError::Reply(text) => {
-            // Error texts are static and NUL-free; the C string is built on
-            // the error path only.
-            if let Ok(c) = CString::new(text) {
+        Some(text) => {
+            // Error texts are NUL-free (words in them are printable
+            // ASCII); the C string is built on the error path only.
+            if let Ok(c) = CString::new(text.as_ref()) {
                 raw::reply_with_error(ctx, c.as_ptr());
             }
         }

@@ -67,7 +67,7 @@ pub enum Write {
 pub fn gcra(max_burst: &[u8], count: &[u8], period: &[u8]) -> Result<Gcra, CmdError> {
     let max_burst = parse::integer(max_burst)?;
     let count = parse::integer(count)?;
-    let period = parse::seconds_as_nanos(period)?;
+    let period = error::duration(period, error::BAD_PERIOD)?;
     if max_burst < 0 {
         return Err(error::NEGATIVE_MAX_BURST);
     }
@@ -115,11 +115,6 @@ pub fn fixed(
     Ok(Limiter::Fixed(fw))
 }
 
-/// Whether `word` is `TZ`, the keyword of a calendar window's offset.
-pub fn is_tz(word: Option<&[u8]>) -> bool {
-    word.is_some_and(|w| w.eq_ignore_ascii_case(b"TZ"))
-}
-
 /// A non-negative integer limit.
 pub fn limit(word: &[u8]) -> Result<i64, CmdError> {
     match parse::integer(word)? {
@@ -128,9 +123,9 @@ pub fn limit(word: &[u8]) -> Result<i64, CmdError> {
     }
 }
 
-/// A positive window in seconds, in nanoseconds.
+/// A positive window, in nanoseconds.
 pub fn window(word: &[u8]) -> Result<i64, CmdError> {
-    match parse::seconds_as_nanos(word)? {
+    match error::duration(word, error::BAD_WINDOW)? {
         w if w < 1 => Err(error::WINDOW_NOT_POSITIVE),
         w => Ok(w),
     }

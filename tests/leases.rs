@@ -50,7 +50,10 @@ fn a_transcript() {
         acquire(c, "CC.ACQUIRE gen 2 10 ID c MS").0,
         [1, 2, 0, 7_000, 10_000]
     );
-    assert_eq!(five(c, "CC.PEEK gen 2"), [1, 2, 0, 7, 10]);
+    // Full, but a peek is what quantity 0 gets: it fits.
+    assert_eq!(five(c, "CC.PEEK gen 2"), [0, 2, 0, -1, 10]);
+    // Over a lowered limit it does not, until the first lease expires.
+    assert_eq!(five(c, "CC.PEEK gen 1"), [1, 1, 0, 7, 10]);
     assert_eq!(five(c, "CC.PEEK gen 3 MS"), [0, 3, 1, -1, 10_000]);
     // Acquiring again with a held id renews it (an idempotent retry).
     assert_eq!(acquire(c, "CC.ACQUIRE gen 2 10 ID a").0, [0, 2, 0, -1, 10]);
@@ -161,7 +164,7 @@ fn fifty_clients_and_a_crash() {
             0
         );
     }
-    assert_eq!(five(c, "CC.PEEK pool 5 MS"), [1, 5, 0, 500, 2_000]);
+    assert_eq!(five(c, "CC.PEEK pool 5 MS"), [0, 5, 0, -1, 2_000]);
     s.set_time(T0 + 2 * SEC - 1);
     assert_eq!(acquire(c, "CC.ACQUIRE pool 5 2 ID late").1, None);
     s.set_time(T0 + 2 * SEC);
@@ -242,12 +245,18 @@ fn errors_have_exact_texts_and_write_nothing() {
         ),
         (
             "CC.ACQUIRE k 1 1.0000000001".into(),
-            "ERR value is not an integer or out of range",
+            "ERR invalid lease: expected seconds or a number with a unit: ms, s, m, h or d",
         ),
-        ("CC.ACQUIRE k 1 10 ID".into(), "ERR syntax error"),
-        ("CC.ACQUIRE k 1 10 ID a ID".into(), "ERR syntax error"),
-        ("CC.ACQUIRE k 1 10 MS MS".into(), "ERR syntax error"),
-        ("CC.ACQUIRE k 1 10 EXTRA".into(), "ERR syntax error"),
+        ("CC.ACQUIRE k 1 10 ID".into(), "ERR ID needs a value"),
+        ("CC.ACQUIRE k 1 10 ID a ID".into(), "ERR ID given twice"),
+        ("CC.ACQUIRE k 1 10 ID a ID b".into(), "ERR ID given twice"),
+        ("CC.ACQUIRE k 1 10 MS MS".into(), "ERR MS given twice"),
+        (
+            "CC.ACQUIRE k 1 10 EXTRA".into(),
+            "ERR unknown option 'EXTRA'",
+        ),
+        ("CC.RELEASE k a EXTRA".into(), "ERR unknown option 'EXTRA'"),
+        ("CC.RENEW k a 10 MS".into(), "ERR unknown option 'MS'"),
         (
             format!("CC.ACQUIRE k 1 10 ID {long_id}"),
             "ERR invalid ID: at most 1024 bytes",
@@ -280,7 +289,7 @@ fn errors_have_exact_texts_and_write_nothing() {
             "CC.PEEK k".into(),
             "ERR wrong number of arguments for 'cc.peek' command",
         ),
-        ("CC.PEEK k 1 X".into(), "ERR syntax error"),
+        ("CC.PEEK k 1 X".into(), "ERR unknown option 'X'"),
         (
             "CC.HOLD k a 5 5".into(),
             "ERR invalid CC.HOLD: needs now >= 0 and an expiry after now",
@@ -377,4 +386,29 @@ fn writes_fire_events() {
             "del ev"
         ]
     );
+}
+
+/// One rule for the four peeks: a peek answers what a request of quantity 0
+/// would get, so a limiter exactly at its limit is not limited, and one
+/// over it (a lowered limit) is.
+#[test]
+fn every_peek_at_the_limit_answers_as_quantity_zero() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    five(c, "CL.THROTTLE cl 1 1 10 2");
+    five(c, "SW.ALLOW sw 2 10 2");
+    five(c, "FW.INCR fw 2 10 2");
+    acquire(c, "CC.ACQUIRE cc 2 10 ID a");
+    acquire(c, "CC.ACQUIRE cc 2 10 ID b");
+    for line in [
+        "CL.PEEK cl 1 1 10",
+        "SW.PEEK sw 2 10",
+        "FW.PEEK fw 2 10",
+        "CC.PEEK cc 2",
+    ] {
+        assert_eq!(five(c, line)[..4], [0, 2, 0, -1], "{line}");
+    }
+    for line in ["SW.PEEK sw 1 10", "FW.PEEK fw 1 10", "CC.PEEK cc 1"] {
+        assert_eq!(five(c, line), [1, 1, 0, 10, 10], "{line}");
+    }
 }

@@ -140,11 +140,16 @@ fn refund_and_reserve_errors_have_exact_texts_and_write_nothing() {
     let c = &mut s.conn();
     keys_of_every_type(c);
     let cases: &[(&str, &str)] = &[
+        ("CL.RESERVE k 1 1 1 MAXWAIT", "ERR MAXWAIT needs a value"),
         (
-            "CL.RESERVE k 1 1 1 MAXWAIT",
+            "CL.RESERVE k 1 1",
             "ERR wrong number of arguments for 'cl.reserve' command",
         ),
-        ("CL.RESERVE k 1 1 1 2 3", "ERR syntax error"),
+        ("CL.RESERVE k 1 1 1 2 3", "ERR quantity given twice"),
+        (
+            "CL.RESERVE k 1 1 1",
+            "ERR CL.RESERVE needs MAXWAIT seconds: the longest the caller will wait for its slot",
+        ),
         (
             "CL.RESERVE k 1 1 1 2 MS",
             "ERR CL.RESERVE needs MAXWAIT seconds: the longest the caller will wait for its slot",
@@ -155,10 +160,16 @@ fn refund_and_reserve_errors_have_exact_texts_and_write_nothing() {
         ),
         (
             "CL.RESERVE k 1 1 1 MAXWAIT x",
-            "ERR value is not an integer or out of range",
+            "ERR invalid MAXWAIT: expected seconds or a number with a unit: ms, s, m, h or d",
         ),
-        ("CL.RESERVE k 1 1 1 MAXWAIT 1 MAXWAIT 1", "ERR syntax error"),
-        ("CL.RESERVE k 1 1 1 MAXWAIT 1 2 3", "ERR syntax error"),
+        (
+            "CL.RESERVE k 1 1 1 MAXWAIT 1 MAXWAIT 1",
+            "ERR MAXWAIT given twice",
+        ),
+        (
+            "CL.RESERVE k 1 1 1 MAXWAIT 1 2 3",
+            "ERR quantity given twice",
+        ),
         (
             "CL.RESERVE k 1 1 1 -2 MAXWAIT 1",
             "ERR invalid quantity: must be 0 or greater",
@@ -179,7 +190,7 @@ fn refund_and_reserve_errors_have_exact_texts_and_write_nothing() {
             "CL.REFUND k 1 1 1 -1",
             "ERR invalid quantity: must be 0 or greater",
         ),
-        ("CL.REFUND k 1 1 1 1 X", "ERR syntax error"),
+        ("CL.REFUND k 1 1 1 1 X", "ERR unknown option 'X'"),
         (
             "CL.REFUND k 1 0 1 1",
             "ERR invalid count_per_period: must be 1 or greater",
@@ -200,7 +211,7 @@ fn refund_and_reserve_errors_have_exact_texts_and_write_nothing() {
             "SW.REFUND k -1 1 1",
             "ERR invalid limit: must be 0 or greater",
         ),
-        ("SW.REFUND k 1 1 1 ALIGN", "ERR syntax error"),
+        ("SW.REFUND k 1 1 1 ALIGN", "ERR unknown option 'ALIGN'"),
         (
             "SW.REFUND list 1 1 1",
             "WRONGTYPE Operation against a key holding the wrong kind of value",
@@ -209,7 +220,7 @@ fn refund_and_reserve_errors_have_exact_texts_and_write_nothing() {
             "FW.REFUND k 1 0 1",
             "ERR invalid window: must be greater than 0 seconds",
         ),
-        ("FW.REFUND k 1 1 1 APPROX", "ERR syntax error"),
+        ("FW.REFUND k 1 1 1 APPROX", "ERR unknown option 'APPROX'"),
         (
             "FW.REFUND list 1 1 1",
             "WRONGTYPE Operation against a key holding the wrong kind of value",

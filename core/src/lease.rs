@@ -104,23 +104,42 @@ impl Leases {
                 verdict,
             ));
         }
-        Ok((Acquire::Refused, self.verdict(limit, now)))
+        Ok((Acquire::Refused, self.decision(limit, now, 1)))
     }
 
-    /// What a peek answers: whether a new lease would be refused, the
-    /// slots left, the time until the first lease expires (when refused)
-    /// and until the last one does.
+    /// What a peek answers: the decision a request of quantity 0 would get,
+    /// as every peek answers. It is limited only when more than `limit`
+    /// leases are held (the limit was lowered) or `limit` is 0, which
+    /// refuses everything; `retry_after` is then the time until enough
+    /// leases have expired, and `reset_after` the time until the last one
+    /// does.
     pub fn verdict(&self, limit: i64, now: i64) -> Verdict {
-        let held = self.live(now).count() as i64;
-        let first = self.live(now).map(|l| l.expires_at).min();
-        let last = self.live(now).map(|l| l.expires_at).max();
-        let limited = held >= limit;
+        self.decision(limit, now, 0)
+    }
+
+    /// The verdict for a request of `quantity` (0 for a peek, 1 for a new
+    /// lease): limited when `held + quantity > limit` or `limit` is 0,
+    /// waiting until the `held + quantity - limit` earliest leases have
+    /// expired (never, with `limit` 0).
+    fn decision(&self, limit: i64, now: i64, quantity: i64) -> Verdict {
+        let mut expiries: Vec<i64> = self.live(now).map(|l| l.expires_at).collect();
+        let held = expiries.len() as i64;
+        let excess = held.saturating_add(quantity).saturating_sub(limit);
+        let limited = limit <= 0 || excess > 0;
+        let retry_after = if limit > 0 && excess > 0 {
+            usize::try_from(excess - 1)
+                .ok()
+                .filter(|&k| k < expiries.len())
+                .map(|k| *expiries.select_nth_unstable(k).1 - now)
+        } else {
+            None
+        };
         Verdict {
             limited,
             limit,
             remaining: (limit - held).max(0),
-            retry_after: first.filter(|_| limited).map(|t| t - now),
-            reset_after: last.map_or(0, |t| t - now),
+            retry_after,
+            reset_after: expiries.iter().max().map_or(0, |t| t - now),
         }
     }
 
@@ -268,8 +287,29 @@ mod tests {
         // At the instant a lease expires its slot is free again.
         assert_eq!(acquire(&mut l, 2, T0 + 14 * S - 1, b"d")[0], 1);
         assert_eq!(acquire(&mut l, 2, T0 + 14 * S, b"d"), [0, 2, 0, -1, 10]);
-        assert_eq!(l.verdict(2, T0 + 14 * S).to_reply(), [1, 2, 0, 1, 10]);
+        // A peek at exactly `limit` leases is not limited (quantity 0 fits).
+        assert_eq!(l.verdict(2, T0 + 14 * S).to_reply(), [0, 2, 0, -1, 10]);
         assert_eq!(Leases::new().verdict(0, T0).to_reply(), [1, 0, 0, -1, 0]);
+    }
+
+    #[test]
+    fn a_peek_is_the_decision_of_quantity_zero() {
+        let mut l = Leases::new();
+        for (i, id) in [b"a", b"b", b"c"].into_iter().enumerate() {
+            acquire(&mut l, 3, T0 + i as i64 * S, id);
+        }
+        // Held 3 (expiring at 10, 11, 12 s): full, but a peek fits.
+        assert_eq!(l.verdict(3, T0 + 2 * S).to_reply(), [0, 3, 0, -1, 10]);
+        assert_eq!(acquire(&mut l, 3, T0 + 2 * S, b"d"), [1, 3, 0, 8, 10]);
+        // A lowered limit: a peek waits until one lease has gone, a new
+        // lease until two have.
+        assert_eq!(l.verdict(2, T0 + 2 * S).to_reply(), [1, 2, 0, 8, 10]);
+        assert_eq!(acquire(&mut l, 2, T0 + 2 * S, b"d"), [1, 2, 0, 9, 10]);
+        assert_eq!(l.verdict(2, T0 + 10 * S).to_reply(), [0, 2, 0, -1, 2]);
+        assert_eq!(acquire(&mut l, 2, T0 + 11 * S, b"d"), [0, 2, 0, -1, 10]);
+        // Limit 0 refuses everything, peeks included, with no time to wait.
+        assert_eq!(l.verdict(0, T0 + 11 * S).to_reply(), [1, 0, 0, -1, 10]);
+        assert_eq!(acquire(&mut l, 0, T0 + 11 * S, b"e"), [1, 0, 0, -1, 10]);
     }
 
     proptest! {
@@ -310,6 +350,8 @@ mod tests {
                 }
                 let live = l.iter().filter(|x| x.expires_at > now).count() as i64;
                 prop_assert!(live <= limit.max(0));
+                // A peek is limited only where quantity 0 cannot fit.
+                prop_assert_eq!(l.verdict(limit, now).limited, limit == 0);
                 prop_assert_eq!(Leases::decode(&l.encode()), Some(l.clone()));
             }
         }

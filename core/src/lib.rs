@@ -13,6 +13,7 @@ pub mod compat;
 pub mod fixed;
 pub mod gcra;
 pub mod lease;
+pub mod options;
 pub mod parse;
 pub mod reply;
 pub mod sliding;

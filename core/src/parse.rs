@@ -46,6 +46,72 @@ pub fn integer(arg: &[u8]) -> Result<i64, ParseError> {
     }
 }
 
+/// A duration: a number of seconds as [`seconds_as_nanos`] reads it, or a
+/// number followed by a unit (`ms`, `s`, `m`, `h`, `d`, in any case) that
+/// comes to a whole number of nanoseconds: `500ms`, `1.5s`, `15m`, `1d`.
+pub fn duration(arg: &[u8]) -> Result<i64, DurationError> {
+    let (number, nanos_per_unit) = split_unit(arg);
+    if nanos_per_unit == NANOS_PER_SEC {
+        return seconds_as_nanos(number).map_err(|_| too_large_or_malformed(number));
+    }
+    // In nanoseconds per 10^9 units, so that the number's up to 9
+    // decimals are carried exactly; the result must be whole.
+    let scaled = seconds_as_nanos(number).map_err(|_| too_large_or_malformed(number))?;
+    let product = i128::from(scaled) * i128::from(nanos_per_unit);
+    if product % i128::from(NANOS_PER_SEC) != 0 {
+        return Err(DurationError::Malformed);
+    }
+    i64::try_from(product / i128::from(NANOS_PER_SEC)).map_err(|_| DurationError::OutOfRange)
+}
+
+/// Why a duration could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationError {
+    /// Not a number of seconds, nor a number with a unit.
+    Malformed,
+    /// More nanoseconds than 64 bits hold (about 292 years).
+    OutOfRange,
+}
+
+/// The number and the nanoseconds of its unit (seconds without one).
+fn split_unit(arg: &[u8]) -> (&[u8], i64) {
+    const UNITS: [(&[u8], i64); 5] = [
+        (b"ms", 1_000_000),
+        (b"s", NANOS_PER_SEC),
+        (b"m", 60 * NANOS_PER_SEC),
+        (b"h", 3_600 * NANOS_PER_SEC),
+        (b"d", 86_400 * NANOS_PER_SEC),
+    ];
+    for (suffix, nanos) in UNITS {
+        if arg.len() > suffix.len() {
+            let (number, unit) = arg.split_at(arg.len() - suffix.len());
+            if unit.eq_ignore_ascii_case(suffix) && number.last().is_some_and(u8::is_ascii_digit) {
+                return (number, nanos);
+            }
+        }
+    }
+    (arg, NANOS_PER_SEC)
+}
+
+/// A number that failed to parse: out of range if it is well-formed
+/// (digits, at most one dot and 9 decimals) but too large.
+fn too_large_or_malformed(number: &[u8]) -> DurationError {
+    let body = number
+        .strip_prefix(b"-")
+        .or(number.strip_prefix(b"+"))
+        .unwrap_or(number);
+    let (whole, frac) = match body.iter().position(|&b| b == b'.') {
+        Some(dot) => (&body[..dot], &body[dot + 1..]),
+        None => (body, &[][..]),
+    };
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    if !whole.is_empty() && digits(whole) && digits(frac) && frac.len() <= 9 {
+        DurationError::OutOfRange
+    } else {
+        DurationError::Malformed
+    }
+}
+
 /// A duration given in seconds, as an integer (`60`) or a decimal with at
 /// most 9 fractional digits (`0.5`, `1.250000001`), parsed exactly into
 /// nanoseconds. A leading `-` is accepted so that the caller can report a
@@ -153,7 +219,62 @@ mod tests {
         }
     }
 
+    #[test]
+    fn durations_with_units() {
+        assert_eq!(duration(b"60"), Ok(60 * NANOS_PER_SEC));
+        assert_eq!(duration(b"0.5"), Ok(500_000_000));
+        assert_eq!(duration(b"500ms"), Ok(500_000_000));
+        assert_eq!(duration(b"0.5ms"), Ok(500_000));
+        assert_eq!(duration(b"0.000001ms"), Ok(1));
+        assert_eq!(duration(b"1.5s"), Ok(1_500_000_000));
+        assert_eq!(duration(b"15m"), Ok(900 * NANOS_PER_SEC));
+        assert_eq!(duration(b"15M"), Ok(900 * NANOS_PER_SEC));
+        assert_eq!(duration(b"1h"), Ok(3_600 * NANOS_PER_SEC));
+        assert_eq!(duration(b"1.5h"), Ok(5_400 * NANOS_PER_SEC));
+        assert_eq!(duration(b"1d"), Ok(86_400 * NANOS_PER_SEC));
+        assert_eq!(duration(b"-2m"), Ok(-120 * NANOS_PER_SEC));
+        assert_eq!(duration(b"106751d"), Ok(106_751 * 86_400 * NANOS_PER_SEC));
+        for bad in [
+            &b""[..],
+            b"ms",
+            b"s",
+            b"1x",
+            b"1 s",
+            b"1.ms",
+            b"0.0000001ms",
+            b"0.0000000001s",
+            b"1sm",
+            b"1mss",
+            b"APROX",
+            b"1e3s",
+            b"day",
+            b"\xffms",
+        ] {
+            assert_eq!(duration(bad), Err(DurationError::Malformed), "{bad:?}");
+        }
+        for big in [
+            &b"9223372037"[..],
+            b"106752d",
+            b"99999999999999999999999h",
+            b"9223372037s",
+        ] {
+            assert_eq!(duration(big), Err(DurationError::OutOfRange), "{big:?}");
+        }
+    }
+
     proptest! {
+        #[test]
+        fn durations_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            let _ = duration(&bytes);
+        }
+
+        #[test]
+        fn unit_durations_scale_exactly(n in 0i64..100_000, unit in 0usize..5) {
+            let (suffix, nanos) = [("ms", 1_000_000), ("s", NANOS_PER_SEC), ("m", 60 * NANOS_PER_SEC),
+                ("h", 3_600 * NANOS_PER_SEC), ("d", 86_400 * NANOS_PER_SEC)][unit];
+            prop_assert_eq!(duration(format!("{n}{suffix}").as_bytes()), Ok(n * nanos));
+        }
+
         #[test]
         fn never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             let _ = integer(&bytes);

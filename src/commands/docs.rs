@@ -115,7 +115,7 @@ pub const CL_THROTTLEALL: Docs = Docs {
 pub const CL_RESERVE: Docs = Docs {
     summary: "GCRA as a queue: admits now as CL.THROTTLE, or takes the next slot when it comes within MAXWAIT and answers [0, limit, remaining, wait, reset_after] (wait rounded up), or refuses as CL.THROTTLE.",
     complexity: "O(1)",
-    arity: -7,
+    arity: -5,
     args: &[
         arg("key", Key),
         arg("max_burst", Integer),
@@ -276,14 +276,14 @@ pub const CC_RELEASE: Docs = Docs {
     summary:
         "Releases the lease `id` holds: 1 if it held one, 0 if not (expired, released, unknown).",
     complexity: "O(N) in the leases held",
-    arity: 3,
+    arity: -3,
     args: &[arg("key", Key), arg("id", ArgKind::String)],
 };
 
 pub const CC_RENEW: Docs = Docs {
     summary: "Extends the lease `id` holds to `lease` seconds from now: 1 if it held one, 0 if not (the slot is lost).",
     complexity: "O(N) in the leases held",
-    arity: 4,
+    arity: -4,
     args: &[arg("key", Key), arg("id", ArgKind::String), arg("lease", Double)],
 };
 

@@ -1,6 +1,6 @@
 //! Concurrency leases: at most `limit` requests in flight on a key.
 //!
-//! - `CC.ACQUIRE key limit lease [ID id] [MS]`: takes a lease that expires
+//! - `CC.ACQUIRE key limit lease [ID id] [MS]` (options in any order): takes a lease that expires
 //!   `lease` seconds from now, or renews the one `id` holds; answers
 //!   `[limited, limit, remaining, retry_after, reset_after, id]` (`id` nil
 //!   when refused).
@@ -20,28 +20,17 @@ use crate::limiter;
 use crate::store::{Access, Arg, Key};
 use crate::types::LEASE_TYPE;
 use cell_core::lease::{Acquire, Leases, MAX_ID};
-use cell_core::parse;
-use cell_core::reply::{millis_rounded_up, Unit};
+use cell_core::options::Opt;
+use cell_core::reply::millis_rounded_up;
 use redis_module::{raw, Context};
 
 pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(4, 7)?;
+    args.require(4)?;
+    let options = args.options(4, &[Opt::Keyword("ID"), Opt::Flag("MS")])?;
     let limit = limiter::limit(args.word(2))?;
-    let lease = lease(args.bytes(3))?;
-    let (mut id, mut ms) = (None, false);
-    let mut i = 4;
-    while let Some(word) = args.bytes(i) {
-        if word.eq_ignore_ascii_case(b"ID") && id.is_none() {
-            id = Some(lease_id(args.bytes(i + 1).ok_or(error::SYNTAX)?)?);
-            i += 2;
-        } else if word.eq_ignore_ascii_case(b"MS") && !ms {
-            ms = true;
-            i += 1;
-        } else {
-            return Err(error::SYNTAX);
-        }
-    }
-    let unit = if ms { Unit::Millis } else { Unit::Seconds };
+    let lease = lease(args.word(3))?;
+    let id = options.value(0).map(lease_id).transpose()?;
+    let unit = super::unit(&options, 1);
     let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
     let (decision, verdict) = match key.value::<Leases>(&LEASE_TYPE)? {
@@ -61,7 +50,8 @@ pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 pub fn release(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(3, 3)?;
+    args.require(3)?;
+    args.options(3, &[])?;
     let id = lease_id(args.word(2))?;
     let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
@@ -74,9 +64,10 @@ pub fn release(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(4, 4)?;
+    args.require(4)?;
+    args.options(4, &[])?;
     let id = lease_id(args.word(2))?;
-    let lease = lease(args.bytes(3))?;
+    let lease = lease(args.word(3))?;
     let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
     if !holds(&mut key, id, now)? {
@@ -92,9 +83,9 @@ pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(3, 4)?;
+    args.require(3)?;
+    let options = args.options(3, &[Opt::Flag("MS")])?;
     let limit = limiter::limit(args.word(2))?;
-    let options = args.options(3, &["MS"], false)?;
     let mut key = open_key(ctx, args, Access::Read)?;
     let now = clock::now_nanos();
     let verdict = match key.value::<Leases>(&LEASE_TYPE)? {
@@ -150,9 +141,9 @@ pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     Ok(Reply::Ok)
 }
 
-/// A lease duration in seconds (integer or up to 9 decimals), `> 0`.
-fn lease(word: Option<&[u8]>) -> Result<i64, CmdError> {
-    match parse::seconds_as_nanos(word.unwrap_or_default())? {
+/// A lease duration, `> 0`.
+fn lease(word: &[u8]) -> Result<i64, CmdError> {
+    match error::duration(word, error::BAD_LEASE)? {
         l if l < 1 => Err(error::LEASE_NOT_POSITIVE),
         l => Ok(l),
     }

@@ -11,13 +11,14 @@ mod sliding;
 mod throttle;
 mod throttle_all;
 
-use crate::args::{Args, Options};
+use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
 use crate::handler::{dispatch, Reply};
 use crate::limiter::Limiter;
 use crate::stats::Stats;
 use crate::store::{Access, Key};
+use cell_core::options::Found;
 use cell_core::reply::Unit;
 pub use docs::{Arg, ArgKind, Docs};
 use redis_module::{raw, Context};
@@ -75,10 +76,10 @@ fn open_key(ctx: &Context, args: &Args, access: Access) -> Result<Key, CmdError>
     ))
 }
 
-/// Milliseconds when the `MS` flag (the `bit`-th of the command's flags)
+/// Milliseconds when the `MS` flag (the `i`-th of the command's options)
 /// was given.
-fn unit(options: &Options, bit: u32) -> Unit {
-    if options.has(bit) {
+fn unit(options: &Found, i: usize) -> Unit {
+    if options.has(i) {
         Unit::Millis
     } else {
         Unit::Seconds

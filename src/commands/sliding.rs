@@ -12,28 +12,31 @@ use crate::handler::Reply;
 use crate::limiter;
 use crate::store::Access;
 use crate::types::WINDOW_TYPE;
+use cell_core::options::Opt;
 use cell_core::window_state::WindowState;
 use redis_module::Context;
 
-const FLAGS: &[&str] = &["APPROX", "MS"];
+const ALLOW: &[Opt] = &[Opt::Quantity(None), Opt::Flag("APPROX"), Opt::Flag("MS")];
+const PEEK: &[Opt] = &[Opt::Flag("APPROX"), Opt::Flag("MS")];
 
 pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(4, 7)?;
-    let options = args.options(4, FLAGS, true)?;
-    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(0))?;
+    args.require(4)?;
+    let options = args.options(4, ALLOW)?;
+    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(1))?;
+    let quantity = options.quantity.unwrap_or(1);
     single(
         ctx,
         args,
         limiter,
-        options.quantity,
-        unit(&options, 1),
+        quantity,
+        unit(&options, 2),
         Access::Write,
     )
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.expect_len(4, 6)?;
-    let options = args.options(4, FLAGS, false)?;
+    args.require(4)?;
+    let options = args.options(4, PEEK)?;
     let limiter = limiter::sliding(args.word(2), args.word(3), options.has(0))?;
     single(ctx, args, limiter, 0, unit(&options, 1), Access::Read)
 }

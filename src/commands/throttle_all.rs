@@ -1,8 +1,10 @@
 //! `CL.THROTTLEALL numkeys key [key ...] limiter [limiter ...] [QUANTITY q] [MS]`
 //! with `limiter := GCRA max_burst count_per_period period
 //!                | SW limit window [APPROX]
-//!                | FW limit window [ALIGN] | FW limit unit [TZ ±hh:mm]`:
-//! several limits in one atomic, all-or-nothing call.
+//!                | FW limit window-or-unit [ALIGN] [TZ zone]`:
+//! several limits in one atomic, all-or-nothing call. Each limiter's
+//! options come in any order after its parameters; the call's own after
+//! the last limiter's, mixed with that limiter's.
 //!
 //! Every limiter decides at the same instant exactly as its own command
 //! would for quantity `q` on its key. Only if all of them allow is every
@@ -10,12 +12,13 @@
 //! (but for what a single command also writes when refused). The reply is
 //! the binding limiter's five integers and its 1-based index.
 
-use crate::args::{quantity, Args};
+use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter::{self, Limiter};
 use crate::store::{Access, Key};
+use cell_core::options::Opt;
 use cell_core::reply::{binding_of, Unit};
 use redis_module::Context;
 
@@ -24,7 +27,7 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         report_keys(ctx, args);
         return Ok(Reply::KeysReported);
     }
-    args.expect_len(6, usize::MAX)?;
+    args.require(6)?;
     let call = parse(args)?;
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
@@ -69,56 +72,19 @@ fn parse(args: &Args) -> Result<Call, CmdError> {
     if !(0..n).all(|i| seen.insert(args.word(2 + i))) {
         return Err(error::KEY_TWICE);
     }
-    let mut cursor = Cursor { args, at: 2 + n };
-    let mut limiters = Vec::with_capacity(n);
-    for _ in 0..n {
-        limiters.push(parse_limiter(&mut cursor)?);
+    let mut call = Call {
+        limiters: Vec::with_capacity(n),
+        quantity: 1,
+        unit: Unit::Seconds,
+    };
+    let mut at = 2 + n;
+    for i in 0..n {
+        at = parse_limiter(args, at, i + 1 == n, &mut call)?;
     }
-    let (mut q, mut ms) = (None, false);
-    while let Some(word) = cursor.next() {
-        if word.eq_ignore_ascii_case(b"MS") && !ms {
-            ms = true;
-        } else if word.eq_ignore_ascii_case(b"QUANTITY") && q.is_none() {
-            q = Some(quantity(cursor.next().ok_or(error::SYNTAX)?)?);
-        } else if kind(word).is_some() {
-            return Err(error::LIMITER_COUNT);
-        } else {
-            return Err(error::SYNTAX);
-        }
+    if args.bytes(at).is_some() {
+        return Err(error::LIMITER_COUNT);
     }
-    Ok(Call {
-        limiters,
-        quantity: q.unwrap_or(1),
-        unit: if ms { Unit::Millis } else { Unit::Seconds },
-    })
-}
-
-/// The words of a call, read from the front.
-struct Cursor<'c, 'a> {
-    args: &'c Args<'a>,
-    at: usize,
-}
-
-impl<'a> Cursor<'_, 'a> {
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let word = self.args.bytes(self.at)?;
-        self.at += 1;
-        Some(word)
-    }
-
-    /// The next word if it is `keyword` (taken), else nothing (left).
-    fn take(&mut self, keyword: &[u8]) -> bool {
-        let found = self
-            .args
-            .bytes(self.at)
-            .is_some_and(|w| w.eq_ignore_ascii_case(keyword));
-        self.at += usize::from(found);
-        found
-    }
-
-    fn left(&self) -> usize {
-        self.args.len().saturating_sub(self.at)
-    }
+    Ok(call)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -128,7 +94,7 @@ enum Kind {
     Fixed,
 }
 
-fn kind(word: &[u8]) -> Option<Kind> {
+fn kind_of(word: &[u8]) -> Option<Kind> {
     [
         (b"GCRA" as &[u8], Kind::Gcra),
         (b"SW", Kind::Sliding),
@@ -138,40 +104,62 @@ fn kind(word: &[u8]) -> Option<Kind> {
     .find_map(|(name, kind)| word.eq_ignore_ascii_case(name).then_some(kind))
 }
 
-/// One limiter from the cursor.
-fn parse_limiter(words: &mut Cursor) -> Result<Limiter, CmdError> {
-    let word = words.next().ok_or(error::LIMITER_COUNT)?;
-    let kind = kind(word).ok_or_else(|| {
-        if word.eq_ignore_ascii_case(b"QUANTITY") || word.eq_ignore_ascii_case(b"MS") {
+/// The call's own options, which follow the last limiter.
+fn is_call_option(word: &[u8]) -> bool {
+    word.eq_ignore_ascii_case(b"QUANTITY") || word.eq_ignore_ascii_case(b"MS")
+}
+
+/// Each kind's options; the last limiter's are followed by the call's
+/// (`QUANTITY q`, `MS`), at the two positions after its own.
+const GCRA: &[Opt] = &[Opt::Quantity(Some("QUANTITY")), Opt::Flag("MS")];
+const SW: &[Opt] = &[
+    Opt::Flag("APPROX"),
+    Opt::Quantity(Some("QUANTITY")),
+    Opt::Flag("MS"),
+];
+const FW: &[Opt] = &[
+    Opt::Flag("ALIGN"),
+    Opt::Keyword("TZ"),
+    Opt::Quantity(Some("QUANTITY")),
+    Opt::Flag("MS"),
+];
+
+/// One limiter at word `at`, with its options (and the call's, when it is
+/// the last); answers where the next limiter starts.
+fn parse_limiter(args: &Args, at: usize, last: bool, call: &mut Call) -> Result<usize, CmdError> {
+    let word = args.bytes(at).ok_or(error::LIMITER_COUNT)?;
+    let kind = kind_of(word).ok_or_else(|| {
+        if is_call_option(word) {
             error::LIMITER_COUNT
         } else {
             error::UNKNOWN_LIMITER
         }
     })?;
-    let params = if kind == Kind::Gcra { 3 } else { 2 };
-    if words.left() < params {
+    let (params, spec) = match kind {
+        Kind::Gcra => (3, GCRA),
+        Kind::Sliding => (2, SW),
+        Kind::Fixed => (2, FW),
+    };
+    if args.len() < at + 1 + params {
         return Err(error::LIMITER_COUNT);
     }
-    let mut p = [&[][..]; 3];
-    for slot in p.iter_mut().take(params) {
-        *slot = words.next().unwrap_or_default();
+    let p = |i: usize| args.word(at + 1 + i);
+    let own = spec.len() - 2;
+    let spec = if last { spec } else { &spec[..own] };
+    let stop = |w: &[u8]| kind_of(w).is_some() || !last && is_call_option(w);
+    let (options, next) = args.options_until(at + 1 + params, spec, stop)?;
+    call.limiters.push(match kind {
+        Kind::Gcra => Limiter::Gcra(limiter::gcra(p(0), p(1), p(2))?),
+        Kind::Sliding => limiter::sliding(p(0), p(1), options.has(0))?,
+        Kind::Fixed => limiter::fixed(p(0), p(1), options.value(1), options.has(0))?,
+    });
+    if last {
+        call.quantity = options.quantity.unwrap_or(1);
+        if options.has(own + 1) {
+            call.unit = Unit::Millis;
+        }
     }
-    Ok(match kind {
-        Kind::Gcra => Limiter::Gcra(limiter::gcra(p[0], p[1], p[2])?),
-        Kind::Sliding => {
-            let approx = words.take(b"APPROX");
-            limiter::sliding(p[0], p[1], approx)?
-        }
-        Kind::Fixed => {
-            let tz = if words.take(b"TZ") {
-                Some(words.next().ok_or(error::BAD_TZ)?)
-            } else {
-                None
-            };
-            let align = words.take(b"ALIGN");
-            limiter::fixed(p[0], p[1], tz, align)?
-        }
-    })
+    Ok(next)
 }
 
 fn is_keys_position_request(ctx: &Context) -> bool {
