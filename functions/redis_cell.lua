@@ -102,6 +102,14 @@ end
 
 -- a * b for b >= 0 (both pairs).
 local function pmulp(as, an, bs, bn)
+  local a, b = as * B + an, bs * B + bn
+  if a >= 0 and a < MAXS and b < MAXS then
+    local p = a * b
+    if p < MAXS then
+      local s = floor(p / B)
+      return s, p - s * B
+    end
+  end
   local xs, xn = pmul(as, an, bs)
   if not xs then return nil end
   local hs = xs * B + xn
@@ -224,9 +232,15 @@ local function integer(w)
     local s = floor(v / B)
     return s, v - s * B
   end
-  local neg = sbyte(w, 1) == 45
-  local d = w
   local c = sbyte(w, 1)
+  -- Plain digits of 16 to 19 without a leading zero (a stored TAT): split.
+  if c > 48 and len <= 19 then
+    local s, n = tonum(ssub(w, 1, len - 9)), tonum(ssub(w, len - 8))
+    if s > I64MAX_S or (s == I64MAX_S and n > I64MAX_N) then return nil end
+    return s, n
+  end
+  local neg = c == 45
+  local d = w
   if c == 45 or c == 43 then d = ssub(w, 2) end
   local z = sfind(d, '[^0]')
   if not z then return 0, 0 end
@@ -385,9 +399,15 @@ end
 
 -- [limited, limit, remaining, retry_after, reset_after].
 local function to_reply(v, ms)
-  local retry = -1
-  if v[4] then retry = unit_of(ms, v[4], v[5]) end
-  return { v[1] and 1 or 0, v[2], v[3], retry, unit_of(ms, v[6], v[7]) }
+  local retry, rs, ts, tn = -1, v[4], v[6], v[7]
+  if rs then retry = unit_of(ms, rs, v[5]) end
+  local reset
+  if not ms and ts >= 0 then
+    reset = tn >= 1000000 and ts + 1 or ts
+  else
+    reset = unit_of(ms, ts, tn)
+  end
+  return { v[1] and 1 or 0, v[2], v[3], retry, reset }
 end
 
 -- Which verdict answers for all (binding_of): when all allowed, the least
@@ -433,7 +453,11 @@ function gcra.new(bs, bn, count_text, ps, pn)
   if over_i64(ls, ln) then return nil, E.OVERFLOW end
   local ts, tn = pmulp(es, en, ls, ln)
   if not ts or over_i64(ts, tn) then return nil, E.OVERFLOW end
-  return { es, en, ts, tn, ptod(ls, ln) }
+  -- The interval and the tolerance as plain doubles when they are exact
+  -- far below 2^53 (nearly always): gcra.decide's fast path.
+  local e, t = ptod(es, en), ptod(ts, tn)
+  if t >= 1e15 then e, t = nil, nil end
+  return { es, en, ts, tn, ptod(ls, ln), e, t }
 end
 
 -- When a key whose bucket empties `ttl` after `now` expires (Unix ms).
@@ -467,6 +491,44 @@ end
 -- 'never'), the verdict, and for 'allowed' the new TAT and its expiry (ms);
 -- or nil and the error.
 function gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
+  -- Fast path: the same steps on doubles, relative to now, when every
+  -- value is a whole number far below 2^53 (a TAT within a day of now,
+  -- an interval and a tolerance under 1e15 ns, a small quantity).
+  local e, t = g[6], g[7]
+  if e and qs == 0 then
+    local inc = e * qn
+    local rel = 0
+    if tat_s then
+      local ds = tat_s - now_s
+      if ds > 86400 or ds < -86400 then e = nil else rel = ds * B + (tat_n - now_n) end
+    end
+    if e and inc < 1e15 and now_s < 9000000000 then
+      local new_rel = (rel > 0 and rel or 0) + inc
+      local allow_rel = new_rel - t
+      local ttl = new_rel
+      local limited = allow_rel > 0
+      if limited then ttl = rel > 0 and rel or 0 end
+      -- remaining: (t - ttl) / e, on whole microseconds when e >= 1 us
+      local rem, x = 0, t - ttl
+      if x > 0 then
+        if e >= 1000 then rem = floor(floor(x / 1000) / floor(e / 1000)) else rem = floor(x / e) end
+        if rem > g[5] then rem = g[5] end
+      end
+      local ttl_s = floor(ttl / B)
+      if limited then
+        local rs, rn
+        if inc <= t then
+          rs = floor(allow_rel / B)
+          rn = allow_rel - rs * B
+          return 'limited', verdict(true, g[5], rem, rs, rn, ttl_s, ttl - ttl_s * B)
+        end
+        return 'never', verdict(true, g[5], rem, nil, nil, ttl_s, ttl - ttl_s * B)
+      end
+      local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
+      return 'allowed', verdict(false, g[5], rem, nil, nil, ttl_s, ttl - ttl_s * B),
+        nts, ntn, now_s * 1000 + floor(now_n / 1000000) + floor(ttl / 1000000)
+    end
+  end
   local is, inc_n = pmulp(g[1], g[2], qs, qn)
   if not is or over_i64(is, inc_n) then return nil, E.OVERFLOW end
   if not tat_s then tat_s, tat_n = now_s, now_n end
@@ -1310,29 +1372,34 @@ end
 -- and each keyword to 'keyword'; `bare` allows the bare quantity. Returns
 -- the options (o.q_s/o.q_n is the quantity, nil when not given), or nil
 -- and the error.
+local NO_OPTIONS = {}
 function grammar.options(argv, from, spec, bare)
+  if from > #argv then return NO_OPTIONS end
   local o = {}
   local i, last = from, #argv
   while i <= last do
     local w = argv[i]
-    local name = upper(w)
-    local kind = spec[name]
-    if kind == 'flag' then
-      if o[name] then return nil, twice(name) end
-      o[name] = true
-    elseif kind == 'keyword' then
-      if o[name] then return nil, twice(name) end
-      i = i + 1
-      if i > last then return nil, 'ERR ' .. name .. ' needs a value' end
-      local ok, err = keyword(o, name, argv[i])
-      if not ok then return nil, err end
-    elseif bare and numeric(w) then
+    -- No flag or keyword starts with a digit, a sign or a dot.
+    if bare and numeric(w) then
       if o.q_s then return nil, twice('quantity') end
       local s, n = quantity(w)
       if not s then return nil, n end
       o.q_s, o.q_n = s, n
     else
-      return nil, grammar.unknown(w)
+      local name = upper(w)
+      local kind = spec[name]
+      if kind == 'flag' then
+        if o[name] then return nil, twice(name) end
+        o[name] = true
+      elseif kind == 'keyword' then
+        if o[name] then return nil, twice(name) end
+        i = i + 1
+        if i > last then return nil, 'ERR ' .. name .. ' needs a value' end
+        local ok, err = keyword(o, name, argv[i])
+        if not ok then return nil, err end
+      else
+        return nil, grammar.unknown(w)
+      end
     end
     i = i + 1
   end
@@ -1370,6 +1437,28 @@ end
 
 local limiter = {}
 local MAX_LIMIT = 9007199254740992 -- 2^53: Lua replies integers as doubles
+
+-- Parsed parameters by their words: a library's state lives as long as
+-- the library, so a rate limit called with the same words is parsed once
+-- (what parsing gives depends on nothing else). Bounded; only short words.
+local cache, cached = {}, 0
+
+function limiter.cache_key(kind, a, b, c)
+  local k = c and (kind .. a .. '\0' .. b .. '\0' .. c) or (kind .. a .. '\0' .. b)
+  if #k <= 64 then return k end
+  return nil
+end
+
+function limiter.cached(k)
+  return k and cache[k]
+end
+
+function limiter.remember(k, value)
+  if not k then return end
+  if cached >= 4096 then cache, cached = {}, 0 end
+  cache[k] = value
+  cached = cached + 1
+end
 
 -- max_burst count_per_period period, each checked as it comes: the
 -- parsed words, or nil and the error. limiter.gcra() checks them together.
@@ -1585,12 +1674,19 @@ local NONE = {}
 -- CL.PEEK key max_burst count_per_period period [MS]
 local function throttle(write)
   return function(key, argv)
-    local a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
-    if not a then return nil, err end
+    local k = limiter.cache_key('G', argv[1], argv[2], argv[3])
+    local lim, a, err = limiter.cached(k), nil, nil
+    if not lim then
+      a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
+      if not a then return nil, err end
+    end
     local o, oerr = grammar.options(argv, 4, MS, write)
     if not o then return nil, oerr end
-    local lim, lerr = limiter.gcra(a)
-    if not lim then return nil, lerr end
+    if not lim then
+      lim, err = limiter.gcra(a)
+      if not lim then return nil, err end
+      limiter.remember(k, lim)
+    end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, lim, qs, qn, o.MS, write)
@@ -1642,14 +1738,25 @@ end, 'allow-oom' }
 -- SW.PEEK key limit window [APPROX] [MS]
 local function sliding_command(write)
   return function(key, argv)
-    local limit, err = limiter.limit(argv[1])
-    if not limit then return nil, err end
-    local ws, wn = limiter.window(argv[2], 'window', E.WINDOW_NOT_POSITIVE)
-    if not ws then return nil, wn end
+    local k = limiter.cache_key('S', argv[1], argv[2])
+    local p = limiter.cached(k)
+    local limit, ws, wn
+    if p then
+      limit, ws, wn = p[1], p[2], p[3]
+    else
+      local err
+      limit, err = limiter.limit(argv[1])
+      if not limit then return nil, err end
+      ws, wn = limiter.window(argv[2], 'window', E.WINDOW_NOT_POSITIVE)
+      if not ws then return nil, wn end
+    end
     local o, oerr = grammar.options(argv, 3, SW_FLAGS, write)
     if not o then return nil, oerr end
-    local ok, lerr = limiter.check_limit(limit)
-    if not ok then return nil, lerr end
+    if not p then
+      local ok, lerr = limiter.check_limit(limit)
+      if not ok then return nil, lerr end
+      limiter.remember(k, { limit, ws, wn })
+    end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, limiter.sliding(limit, ws, wn, o.APPROX), qs, qn, o.MS, write)
@@ -1680,16 +1787,27 @@ end, 'allow-oom' }
 -- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [MS]
 local function fixed_command(write)
   return function(key, argv)
-    local limit, err = limiter.limit(argv[1])
-    if not limit then return nil, err end
-    local unit, ws, wn = limiter.window_or_unit(argv[2])
-    if unit == nil then return nil, ws end
+    local k = limiter.cache_key('F', argv[1], argv[2])
+    local p = limiter.cached(k)
+    local limit, unit, ws, wn
+    if p then
+      limit, unit, ws, wn = p[1], p[2], p[3], p[4]
+    else
+      local err
+      limit, err = limiter.limit(argv[1])
+      if not limit then return nil, err end
+      unit, ws, wn = limiter.window_or_unit(argv[2])
+      if unit == nil then return nil, ws end
+    end
     local o, oerr = grammar.options(argv, 3, FW_FLAGS, write)
     if not o then return nil, oerr end
     local lim, lerr = limiter.fixed(limit, unit, ws, wn, o.TZ, o.ALIGN)
     if not lim then return nil, lerr end
-    local ok, cerr = limiter.check_limit(limit)
-    if not ok then return nil, cerr end
+    if not p then
+      local ok, cerr = limiter.check_limit(limit)
+      if not ok then return nil, cerr end
+      limiter.remember(k, { limit, unit, ws, wn })
+    end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, lim, qs, qn, o.MS, write)

@@ -31,12 +31,19 @@ local NONE = {}
 -- CL.PEEK key max_burst count_per_period period [MS]
 local function throttle(write)
   return function(key, argv)
-    local a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
-    if not a then return nil, err end
+    local k = limiter.cache_key('G', argv[1], argv[2], argv[3])
+    local lim, a, err = limiter.cached(k), nil, nil
+    if not lim then
+      a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
+      if not a then return nil, err end
+    end
     local o, oerr = grammar.options(argv, 4, MS, write)
     if not o then return nil, oerr end
-    local lim, lerr = limiter.gcra(a)
-    if not lim then return nil, lerr end
+    if not lim then
+      lim, err = limiter.gcra(a)
+      if not lim then return nil, err end
+      limiter.remember(k, lim)
+    end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, lim, qs, qn, o.MS, write)
@@ -88,14 +95,25 @@ end, 'allow-oom' }
 -- SW.PEEK key limit window [APPROX] [MS]
 local function sliding_command(write)
   return function(key, argv)
-    local limit, err = limiter.limit(argv[1])
-    if not limit then return nil, err end
-    local ws, wn = limiter.window(argv[2], 'window', E.WINDOW_NOT_POSITIVE)
-    if not ws then return nil, wn end
+    local k = limiter.cache_key('S', argv[1], argv[2])
+    local p = limiter.cached(k)
+    local limit, ws, wn
+    if p then
+      limit, ws, wn = p[1], p[2], p[3]
+    else
+      local err
+      limit, err = limiter.limit(argv[1])
+      if not limit then return nil, err end
+      ws, wn = limiter.window(argv[2], 'window', E.WINDOW_NOT_POSITIVE)
+      if not ws then return nil, wn end
+    end
     local o, oerr = grammar.options(argv, 3, SW_FLAGS, write)
     if not o then return nil, oerr end
-    local ok, lerr = limiter.check_limit(limit)
-    if not ok then return nil, lerr end
+    if not p then
+      local ok, lerr = limiter.check_limit(limit)
+      if not ok then return nil, lerr end
+      limiter.remember(k, { limit, ws, wn })
+    end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, limiter.sliding(limit, ws, wn, o.APPROX), qs, qn, o.MS, write)
@@ -126,16 +144,27 @@ end, 'allow-oom' }
 -- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [MS]
 local function fixed_command(write)
   return function(key, argv)
-    local limit, err = limiter.limit(argv[1])
-    if not limit then return nil, err end
-    local unit, ws, wn = limiter.window_or_unit(argv[2])
-    if unit == nil then return nil, ws end
+    local k = limiter.cache_key('F', argv[1], argv[2])
+    local p = limiter.cached(k)
+    local limit, unit, ws, wn
+    if p then
+      limit, unit, ws, wn = p[1], p[2], p[3], p[4]
+    else
+      local err
+      limit, err = limiter.limit(argv[1])
+      if not limit then return nil, err end
+      unit, ws, wn = limiter.window_or_unit(argv[2])
+      if unit == nil then return nil, ws end
+    end
     local o, oerr = grammar.options(argv, 3, FW_FLAGS, write)
     if not o then return nil, oerr end
     local lim, lerr = limiter.fixed(limit, unit, ws, wn, o.TZ, o.ALIGN)
     if not lim then return nil, lerr end
-    local ok, cerr = limiter.check_limit(limit)
-    if not ok then return nil, cerr end
+    if not p then
+      local ok, cerr = limiter.check_limit(limit)
+      if not ok then return nil, cerr end
+      limiter.remember(k, { limit, unit, ws, wn })
+    end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, lim, qs, qn, o.MS, write)

@@ -14,7 +14,11 @@ function gcra.new(bs, bn, count_text, ps, pn)
   if over_i64(ls, ln) then return nil, E.OVERFLOW end
   local ts, tn = pmulp(es, en, ls, ln)
   if not ts or over_i64(ts, tn) then return nil, E.OVERFLOW end
-  return { es, en, ts, tn, ptod(ls, ln) }
+  -- The interval and the tolerance as plain doubles when they are exact
+  -- far below 2^53 (nearly always): gcra.decide's fast path.
+  local e, t = ptod(es, en), ptod(ts, tn)
+  if t >= 1e15 then e, t = nil, nil end
+  return { es, en, ts, tn, ptod(ls, ln), e, t }
 end
 
 -- When a key whose bucket empties `ttl` after `now` expires (Unix ms).
@@ -48,6 +52,44 @@ end
 -- 'never'), the verdict, and for 'allowed' the new TAT and its expiry (ms);
 -- or nil and the error.
 function gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
+  -- Fast path: the same steps on doubles, relative to now, when every
+  -- value is a whole number far below 2^53 (a TAT within a day of now,
+  -- an interval and a tolerance under 1e15 ns, a small quantity).
+  local e, t = g[6], g[7]
+  if e and qs == 0 then
+    local inc = e * qn
+    local rel = 0
+    if tat_s then
+      local ds = tat_s - now_s
+      if ds > 86400 or ds < -86400 then e = nil else rel = ds * B + (tat_n - now_n) end
+    end
+    if e and inc < 1e15 and now_s < 9000000000 then
+      local new_rel = (rel > 0 and rel or 0) + inc
+      local allow_rel = new_rel - t
+      local ttl = new_rel
+      local limited = allow_rel > 0
+      if limited then ttl = rel > 0 and rel or 0 end
+      -- remaining: (t - ttl) / e, on whole microseconds when e >= 1 us
+      local rem, x = 0, t - ttl
+      if x > 0 then
+        if e >= 1000 then rem = floor(floor(x / 1000) / floor(e / 1000)) else rem = floor(x / e) end
+        if rem > g[5] then rem = g[5] end
+      end
+      local ttl_s = floor(ttl / B)
+      if limited then
+        local rs, rn
+        if inc <= t then
+          rs = floor(allow_rel / B)
+          rn = allow_rel - rs * B
+          return 'limited', verdict(true, g[5], rem, rs, rn, ttl_s, ttl - ttl_s * B)
+        end
+        return 'never', verdict(true, g[5], rem, nil, nil, ttl_s, ttl - ttl_s * B)
+      end
+      local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
+      return 'allowed', verdict(false, g[5], rem, nil, nil, ttl_s, ttl - ttl_s * B),
+        nts, ntn, now_s * 1000 + floor(now_n / 1000000) + floor(ttl / 1000000)
+    end
+  end
   local is, inc_n = pmulp(g[1], g[2], qs, qn)
   if not is or over_i64(is, inc_n) then return nil, E.OVERFLOW end
   if not tat_s then tat_s, tat_n = now_s, now_n end

@@ -82,29 +82,34 @@ end
 -- and each keyword to 'keyword'; `bare` allows the bare quantity. Returns
 -- the options (o.q_s/o.q_n is the quantity, nil when not given), or nil
 -- and the error.
+local NO_OPTIONS = {}
 function grammar.options(argv, from, spec, bare)
+  if from > #argv then return NO_OPTIONS end
   local o = {}
   local i, last = from, #argv
   while i <= last do
     local w = argv[i]
-    local name = upper(w)
-    local kind = spec[name]
-    if kind == 'flag' then
-      if o[name] then return nil, twice(name) end
-      o[name] = true
-    elseif kind == 'keyword' then
-      if o[name] then return nil, twice(name) end
-      i = i + 1
-      if i > last then return nil, 'ERR ' .. name .. ' needs a value' end
-      local ok, err = keyword(o, name, argv[i])
-      if not ok then return nil, err end
-    elseif bare and numeric(w) then
+    -- No flag or keyword starts with a digit, a sign or a dot.
+    if bare and numeric(w) then
       if o.q_s then return nil, twice('quantity') end
       local s, n = quantity(w)
       if not s then return nil, n end
       o.q_s, o.q_n = s, n
     else
-      return nil, grammar.unknown(w)
+      local name = upper(w)
+      local kind = spec[name]
+      if kind == 'flag' then
+        if o[name] then return nil, twice(name) end
+        o[name] = true
+      elseif kind == 'keyword' then
+        if o[name] then return nil, twice(name) end
+        i = i + 1
+        if i > last then return nil, 'ERR ' .. name .. ' needs a value' end
+        local ok, err = keyword(o, name, argv[i])
+        if not ok then return nil, err end
+      else
+        return nil, grammar.unknown(w)
+      end
     end
     i = i + 1
   end

@@ -9,6 +9,28 @@
 local limiter = {}
 local MAX_LIMIT = 9007199254740992 -- 2^53: Lua replies integers as doubles
 
+-- Parsed parameters by their words: a library's state lives as long as
+-- the library, so a rate limit called with the same words is parsed once
+-- (what parsing gives depends on nothing else). Bounded; only short words.
+local cache, cached = {}, 0
+
+function limiter.cache_key(kind, a, b, c)
+  local k = c and (kind .. a .. '\0' .. b .. '\0' .. c) or (kind .. a .. '\0' .. b)
+  if #k <= 64 then return k end
+  return nil
+end
+
+function limiter.cached(k)
+  return k and cache[k]
+end
+
+function limiter.remember(k, value)
+  if not k then return end
+  if cached >= 4096 then cache, cached = {}, 0 end
+  cache[k] = value
+  cached = cached + 1
+end
+
 -- max_burst count_per_period period, each checked as it comes: the
 -- parsed words, or nil and the error. limiter.gcra() checks them together.
 function limiter.gcra_args(mb, count, period)

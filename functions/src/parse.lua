@@ -11,9 +11,15 @@ local function integer(w)
     local s = floor(v / B)
     return s, v - s * B
   end
-  local neg = sbyte(w, 1) == 45
-  local d = w
   local c = sbyte(w, 1)
+  -- Plain digits of 16 to 19 without a leading zero (a stored TAT): split.
+  if c > 48 and len <= 19 then
+    local s, n = tonum(ssub(w, 1, len - 9)), tonum(ssub(w, len - 8))
+    if s > I64MAX_S or (s == I64MAX_S and n > I64MAX_N) then return nil end
+    return s, n
+  end
+  local neg = c == 45
+  local d = w
   if c == 45 or c == 43 then d = ssub(w, 2) end
   local z = sfind(d, '[^0]')
   if not z then return 0, 0 end

@@ -54,9 +54,15 @@ end
 
 -- [limited, limit, remaining, retry_after, reset_after].
 local function to_reply(v, ms)
-  local retry = -1
-  if v[4] then retry = unit_of(ms, v[4], v[5]) end
-  return { v[1] and 1 or 0, v[2], v[3], retry, unit_of(ms, v[6], v[7]) }
+  local retry, rs, ts, tn = -1, v[4], v[6], v[7]
+  if rs then retry = unit_of(ms, rs, v[5]) end
+  local reset
+  if not ms and ts >= 0 then
+    reset = tn >= 1000000 and ts + 1 or ts
+  else
+    reset = unit_of(ms, ts, tn)
+  end
+  return { v[1] and 1 or 0, v[2], v[3], retry, reset }
 end
 
 -- Which verdict answers for all (binding_of): when all allowed, the least

@@ -76,6 +76,14 @@ end
 
 -- a * b for b >= 0 (both pairs).
 local function pmulp(as, an, bs, bn)
+  local a, b = as * B + an, bs * B + bn
+  if a >= 0 and a < MAXS and b < MAXS then
+    local p = a * b
+    if p < MAXS then
+      local s = floor(p / B)
+      return s, p - s * B
+    end
+  end
   local xs, xn = pmul(as, an, bs)
   if not xs then return nil end
   local hs = xs * B + xn
