@@ -45,7 +45,7 @@ fn rust_example_sends_429_with_retry_after() {
     );
 }
 
-/// The servers the Python example runs on: one with the module, and one
+/// The servers the Python and Node.js examples run on: one with the module, and one
 /// without it, where the example's helper uses the Functions twin.
 fn python_servers() -> [Server; 2] {
     [
@@ -197,4 +197,47 @@ fn worker_examples_wait_for_their_slot() {
         })
         .collect();
     assert_eq!(rust, expected);
+}
+
+fn node(s: &Server, user: &str) -> Vec<String> {
+    let out = std::process::Command::new("node")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/node_headers.mjs"
+        ))
+        .arg(user)
+        .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
+        .output()
+        .expect("node is needed to run the Node.js example (scripts/deps installs it)");
+    assert!(
+        out.status.success(),
+        "node example failed (scripts/deps installs ioredis): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn node_example_sends_429_with_retry_after_with_or_without_the_module() {
+    for s in python_servers() {
+        let lines = node(&s, "dora");
+        assert_eq!(lines.len(), 18);
+        assert_eq!(
+            lines[0],
+            "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
+        );
+        assert_eq!(
+            lines[17],
+            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
+        );
+        // The same key as the Python example's, in either engine.
+        assert_eq!(
+            python(&s, "dora", "headers")[0],
+            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
+        );
+    }
 }
