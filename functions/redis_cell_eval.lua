@@ -1236,7 +1236,14 @@ function store.integer(key, invalid)
   if err then return nil, err end
   if not v then return false end
   local s, n = integer(v)
-  if not s then return nil, invalid end
+  if not s then
+    -- The twin's own sliding windows and leases are of another kind, as
+    -- the module's types are to its CL and FW commands.
+    if sbyte(v, 1) == 0 and (ssub(v, 1, 3) == '\0SW' or ssub(v, 1, 4) == '\0CCL') then
+      return nil, E.WRONG_TYPE
+    end
+    return nil, invalid
+  end
   return true, s, n
 end
 
