@@ -722,12 +722,23 @@ local function new_window_end_ms(fw, now_s, now_n)
 end
 fixed.new_window_end_ms = new_window_end_ms
 
--- A counter is expired from the first instant of its expiry millisecond.
+-- A counter is expired from the first instant of its expiry millisecond:
+-- alive while now's millisecond is before it.
 local function alive(exp_ms, now_s, now_n)
-  if not exp_ms then return true end
-  local es, en = dtop(exp_ms)
+  return not exp_ms or now_s * 1000 + floor(now_n / 1000000) < exp_ms
+end
+
+-- end_ms * 1e6 - now, a pair (end_ms * 1e6 is beyond 2^53).
+local function until_ms(end_ms, now_s, now_n)
+  local d = end_ms - (now_s * 1000 + floor(now_n / 1000000))
+  if d < 9e9 and d > -9e9 then
+    local x = d * 1000000 - now_n % 1000000
+    local s = floor(x / B)
+    return s, x - s * B
+  end
+  local es, en = dtop(end_ms)
   es, en = pmul(es, en, 1000000)
-  return not es or plt(now_s, now_n, es, en)
+  return psub(es, en, now_s, now_n)
 end
 
 -- Decides a request of `quantity` (a pair) on the counter found (count
@@ -738,11 +749,7 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   if cs and not alive(exp_ms, now_s, now_n) then cs, cn, exp_ms = nil, nil, nil end
   local end_ms
   if cs and exp_ms then end_ms = exp_ms else end_ms = new_window_end_ms(fw, now_s, now_n) end
-  -- end_ms * 1e6 is beyond 2^53: exact through the pair product.
-  local us, un = dtop(end_ms)
-  us, un = pmul(us, un, 1000000)
-  us, un = psub(us, un, now_s, now_n)
-  us, un = psat(us, un)
+  local us, un = psat(until_ms(end_ms, now_s, now_n))
   if us < 0 then us, un = 0, 0 end
   local count_s, count_n = cs or 0, cn or 0
   local limit = fw[1]
