@@ -225,6 +225,24 @@ const CASES: &[&str] = &[
     "cc.peek K 2 MS MS",
     "cc.peek K 2 XYZ",
     "cc.peek K abc",
+    // The order of checks: the options' syntax, then the parameters.
+    "sw.allow K abc 10 2 2",
+    "sw.allow K abc 10 APROX",
+    "cl.throttle K abc 1 1 2 2",
+    "cl.throttle K abc 1 1 XX",
+    "fw.incr K abc 10 MS MS",
+    "cc.acquire K abc 10 ID",
+    "fw.incr K 5 10 TZ +01:00 MS MS",
+    "fw.incr K 5 day TZ +15:00 -1",
+    "cl.reserve K 1 2 3 MAXWAIT -1 -1",
+    "cl.reserve K abc 2 3 2",
+    "cl.refund K 1 2 3 -1 MS MS",
+    "cc.acquire K 2 -1 ID a ID b",
+    "cl.throttle K 1 1 5.0",
+    "sw.allow K 5 10 -1 APROX APROX",
+    "cl.throttleall 2 K K2 GCRA 1 2 3 FW 5 10 MS MS",
+    "cl.throttleall 1 K GCRA abc 2 3 QUANTITY -1",
+    "cl.throttleall 2 K K GCRA 1 2 3 GCRA 1 2 3 MS MS",
 ];
 
 /// Calls on keys of other types and on strings that are no state.
@@ -252,10 +270,10 @@ const TYPED: &[&str] = &[
 /// Words of a line, with `K` replaced by `key`.
 fn case_words(line: &str, key: &str) -> Vec<Vec<u8>> {
     line.split_whitespace()
-        .map(|w| {
-            if w == "K" || w == "L" { key } else { w }
-                .as_bytes()
-                .to_vec()
+        .map(|w| match w {
+            "K" | "L" => key.as_bytes().to_vec(),
+            "K2" => format!("{key}:2").into_bytes(),
+            w => w.as_bytes().to_vec(),
         })
         .collect()
 }
