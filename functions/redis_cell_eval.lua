@@ -258,64 +258,74 @@ local function integer(w)
   return s, n
 end
 
--- Units of a duration: nanoseconds as c * 10^k.
-local UNIT_C = { [''] = 1, s = 1, ms = 1, m = 6, h = 36, d = 864 }
-local UNIT_K = { [''] = 9, s = 9, ms = 6, m = 10, h = 11, d = 11 }
-local POW10 = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 }
-
--- A duration (docs/grammar.md): seconds (`60`, `0.5`), or a number with a
--- unit (`500ms`, `1.5s`, `15m`, `1h`, `1d`, any case) that comes to whole
--- nanoseconds, with an optional sign (a non-positive duration is reported
--- by name). Returns the pair of nanoseconds, or nil and 'malformed' or
--- 'overflow' (beyond 2^63 - 1 ns).
-local function parse_duration(w)
-  local sign, int, dot, frac, unit = smatch(w, '^([+-]?)(%d*)(%.?)(%d*)(%a*)$')
-  if not sign or (int == '' and frac == '') or (dot ~= '' and frac == '') then
-    return nil, 'malformed'
+-- A duration in seconds, an integer or a decimal with at most 9
+-- fractional digits, optionally signed (parse::seconds_as_nanos): the pair
+-- of nanoseconds, or nil.
+local function seconds_as_nanos(w)
+  local sign, whole, dot, frac = smatch(w, '^([+-]?)(%d*)(%.?)(%d*)$')
+  if not sign or (whole == '' and frac == '') or (dot ~= '' and frac == '') or #frac > 9 then
+    return nil
   end
-  if #unit > 2 then return nil, 'malformed' end
-  unit = slower(unit)
-  local c, k = UNIT_C[unit], UNIT_K[unit]
-  if not c then return nil, 'malformed' end
-  -- Trailing zeros of the fraction change nothing.
-  local fz = sfind(frac, '0*$')
-  frac = ssub(frac, 1, fz - 1)
-  local f = #frac
-  if f > 30 then return nil, 'malformed' end
-  local iz = sfind(int, '[^0]')
-  int = iz and ssub(int, iz) or ''
-  if #int > 20 then return nil, 'overflow' end
   local s, n = 0, 0
-  if int ~= '' then
-    s, n = integer(int)
-    if not s then return nil, 'overflow' end
-    s, n = pmul(s, n, c * POW10[k + 1])
-    if not s then return nil, 'overflow' end
-  end
-  if f > 0 then
-    -- frac * c * 10^k / 10^f must be whole.
-    if f > 21 then return nil, 'malformed' end
-    local fs, fn
-    if f <= 15 then fs, fn = dtop(tonum(frac)) else
-      fs, fn = tonum(ssub(frac, 1, f - 9)), tonum(ssub(frac, f - 8))
+  if whole ~= '' then
+    local z = sfind(whole, '[^0]')
+    if z then
+      whole = ssub(whole, z)
+      if #whole > 10 then return nil end
+      s = tonum(whole)
     end
-    fs, fn = pmul(fs, fn, c)
-    if f <= k then
-      fs, fn = pmul(fs, fn, POW10[k - f + 1])
-    else
-      local ds, dn = dtop(POW10[f - k + 1] or 0)
-      if f - k > 15 then return nil, 'malformed' end
-      local qs, qn, rs, rn = pdiv(fs, fn, ds, dn)
-      if not qs or rs ~= 0 or rn ~= 0 then return nil, 'malformed' end
-      fs, fn = qs, qn
-    end
-    s, n = padd(s, n, fs, fn)
   end
-  if plt(I64MAX_S, I64MAX_N, s, n) then return nil, 'overflow' end
+  if frac ~= '' then n = tonum(frac .. srep('0', 9 - #frac)) end
+  if plt(I64MAX_S, I64MAX_N, s, n) then return nil end
   if sign == '-' then
     if n == 0 then return -s, 0 end
     return -s - 1, B - n
   end
+  return s, n
+end
+
+-- A number that failed to parse: out of range if it is well-formed
+-- (digits, at most one dot and 9 decimals) but too large.
+local function too_large_or_malformed(w)
+  local whole, frac = smatch(w, '^[+-]?(%d+)%.?(%d*)$')
+  if whole and #frac <= 9 and (sfind(w, '%.') or frac == '') then return 'overflow' end
+  return 'malformed'
+end
+
+-- Units after a number, in the order the module tries them, and their
+-- nanoseconds as a multiple of a second (ms: a thousandth).
+local UNITS = { 'ms', 's', 'm', 'h', 'd' }
+local PER_SECOND = { ms = 0.001, s = 1, m = 60, h = 3600, d = 86400 }
+
+-- A duration (parse::duration): seconds as seconds_as_nanos reads them, or
+-- a number followed by a unit (`ms`, `s`, `m`, `h`, `d`, any case) that
+-- comes to whole nanoseconds. Returns the pair of nanoseconds, or nil and
+-- 'malformed' or 'overflow' (beyond 2^63 - 1 ns).
+local function parse_duration(w)
+  local number, unit = w, 's'
+  local len = #w
+  for i = 1, 5 do
+    local u = UNITS[i]
+    local ul = #u
+    if len > ul and slower(ssub(w, len - ul + 1)) == u then
+      local c = sbyte(w, len - ul)
+      if c >= 48 and c <= 57 then
+        number, unit = ssub(w, 1, len - ul), u
+        break
+      end
+    end
+  end
+  local s, n = seconds_as_nanos(number)
+  if not s then return nil, too_large_or_malformed(number) end
+  local k = PER_SECOND[unit]
+  if k == 1 then return s, n end
+  if unit == 'ms' then
+    if n % 1000 ~= 0 then return nil, 'malformed' end
+    local qs, qn = pdiv(s, n, 0, 1000)
+    return qs, qn
+  end
+  s, n = pmul(s, n, k)
+  if not s or over_i64(s, n) then return nil, 'overflow' end
   return s, n
 end
 
@@ -809,6 +819,14 @@ function sliding.open(v)
   return (#v - HEAD) / ENTRY, sunpack('>I7', v, 5)
 end
 
+-- i64 saturating arithmetic, as the module's log computes with.
+local function sat_add(as, an, bs, bn)
+  return psat(padd(as, an, bs, bn))
+end
+local function sat_sub(as, an, bs, bn)
+  return psat(psub(as, an, bs, bn))
+end
+
 local function entry(v, i)
   return sunpack('>I5I4I7', v, HEAD + (i - 1) * ENTRY + 1)
 end
@@ -848,7 +866,7 @@ end
 function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
   local n, base = 0, 0
   if v then n, base = sliding.open(v) end
-  local cs, cn = psub(now_s, now_n, ws, wn)
+  local cs, cn = sat_sub(now_s, now_n, ws, wn)
   local k = 0
   if n > 0 then k = until_cutoff(v, n, cs, cn) end
   local cum_k, cum_n = cum(v, k, base), cum(v, n, base)
@@ -875,8 +893,8 @@ function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
     local j = reaching(v, k, n, cum_k + need)
     local ts, tn = now_s, now_n
     if j <= n then ts, tn = entry(v, j) end
-    rs, rn = padd(ts, tn, ws, wn)
-    rs, rn = psat(psub(rs, rn, now_s, now_n))
+    rs, rn = sat_add(ts, tn, ws, wn)
+    rs, rn = sat_sub(rs, rn, now_s, now_n)
     if rs < 0 or (rs == 0 and rn < 1) then rs, rn = 0, 1 end
   end
 
@@ -886,8 +904,8 @@ function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
   if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
   local ts, tn = 0, 0
   if newest_s then
-    ts, tn = padd(newest_s, newest_n, ws, wn)
-    ts, tn = psat(psub(ts, tn, now_s, now_n))
+    ts, tn = sat_add(newest_s, newest_n, ws, wn)
+    ts, tn = sat_sub(ts, tn, now_s, now_n)
     if ts < 0 then ts, tn = 0, 0 end
   end
   return decision, verdict(decision ~= 'allowed', limit, rem, rs, rn, ts, tn), at_s, at_n
@@ -917,13 +935,13 @@ function sliding.record(v, ws, wn, at_s, at_n, q)
   local n, base = 0, 0
   if v then n, base = sliding.open(v) end
   local last = cum(v, n, base)
-  local cs, cn = psub(at_s, at_n, ws, wn)
+  local cs, cn = sat_sub(at_s, at_n, ws, wn)
   local entries, nb = purge(v, n, base, cs, cn)
   if last + q >= 9007199254740992 then
     entries, last, nb = rebase(entries, nb), last - nb, 0
   end
   local out = SWE .. spack('>I7', nb) .. entries .. spack('>I5I4I7', at_s, at_n, last + q)
-  local es, en = padd(at_s, at_n, ws, wn)
+  local es, en = sat_add(at_s, at_n, ws, wn)
   return out, es * 1000 + floor(en / 1000000)
 end
 
@@ -931,7 +949,7 @@ end
 -- expiry, or nil when nothing is left in the window (the key goes).
 function sliding.unrecord(v, ws, wn, at_s, at_n, q)
   local n, base = sliding.open(v)
-  local cs, cn = psub(at_s, at_n, ws, wn)
+  local cs, cn = sat_sub(at_s, at_n, ws, wn)
   local entries, nb = purge(v, n, base, cs, cn)
   local m = #entries / ENTRY
   if m == 0 then return nil end
@@ -947,7 +965,7 @@ function sliding.unrecord(v, ws, wn, at_s, at_n, q)
   end
   local s, ns = sunpack('>I5I4', entries, (lo - 1) * ENTRY + 1)
   local out = SWE .. spack('>I7', nb) .. ssub(entries, 1, (lo - 1) * ENTRY) .. spack('>I5I4I7', s, ns, target)
-  local es, en = padd(s, ns, ws, wn)
+  local es, en = sat_add(s, ns, ws, wn)
   return out, es * 1000 + floor(en / 1000000)
 end
 
@@ -1142,14 +1160,34 @@ function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
     if rem < 0 then rem = 0 end
     return 'hold', verdict(false, limit, rem, nil, nil, ts, tn), xs, xn
   end
-  return 'refused', lease.verdict(limit, held, fs, fn, las, lan, now_s, now_n)
+  return 'refused', lease.decision(limit, v, now_s, now_n, 1)
 end
 
--- What a peek answers (Leases::verdict).
-function lease.verdict(limit, held, fs, fn, ls, ln, now_s, now_n)
-  local limited = held >= limit
+-- The verdict for a request of `quantity` (Leases::decision: 0 for a
+-- peek, 1 for a new lease): limited when held + quantity > limit or the
+-- limit is 0, waiting until the held + quantity - limit earliest leases
+-- have expired (never, with limit 0).
+function lease.decision(limit, v, now_s, now_n, quantity)
+  local expiries, ls, ln = {}, nil, nil
+  if v then
+    local pos, len = HEAD + 1, #v
+    while pos <= len do
+      local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+      if plt(now_s, now_n, s, n) then
+        expiries[#expiries + 1] = { s, n }
+        if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
+      end
+      pos = nxt + idlen
+    end
+  end
+  local held = #expiries
+  local excess = held + quantity - limit
+  local limited = limit <= 0 or excess > 0
   local rs, rn
-  if limited and fs then rs, rn = psub(fs, fn, now_s, now_n) end
+  if limit > 0 and excess > 0 and excess <= held then
+    table.sort(expiries, function(a, b) return plt(a[1], a[2], b[1], b[2]) end)
+    rs, rn = psub(expiries[excess][1], expiries[excess][2], now_s, now_n)
+  end
   local ts, tn = 0, 0
   if ls then ts, tn = psub(ls, ln, now_s, now_n) end
   local rem = limit - held
@@ -1356,28 +1394,16 @@ local function numeric(w)
   return c and ((c >= 48 and c <= 57) or c == 43 or c == 45 or c == 46)
 end
 
--- A keyword's value, checked as it comes. Returns true, or nil and the
--- error; sets o[name] (and o.mw_s/o.mw_n for MAXWAIT).
+-- A keyword's value: QUANTITY's is read at once (as the module reads a
+-- quantity with the options); the others' are kept as words and checked
+-- by the command after its required arguments.
 local function keyword(o, name, w)
-  if name == 'TZ' then
-    local offset = calendar.parse_offset(w)
-    if not offset then
-      if sfind(w, '%a') then return nil, E.NAMED_ZONE end
-      return nil, E.BAD_TZ
-    end
-    o.TZ = offset
-  elseif name == 'ID' then
-    if #w > 1024 then return nil, E.ID_TOO_LONG end
-    o.ID = w
-  elseif name == 'MAXWAIT' then
-    local s, n = duration(w, 'MAXWAIT')
-    if not s then return nil, n end
-    if s < 0 then return nil, E.NEGATIVE_MAXWAIT end
-    o.MAXWAIT, o.mw_s, o.mw_n = true, s, n
-  elseif name == 'QUANTITY' then
+  if name == 'QUANTITY' then
     local s, n = quantity(w)
     if not s then return nil, n end
     o.QUANTITY, o.q_s, o.q_n = true, s, n
+  else
+    o[name] = w
   end
   return true
 end
@@ -1457,9 +1483,8 @@ local MAX_LIMIT = 9007199254740992 -- 2^53: Lua replies integers as doubles
 -- (what parsing gives depends on nothing else). Bounded; only short words.
 local cache, cached = {}, 0
 
-function limiter.cache_key(kind, a, b, c)
-  local k = c and (kind .. a .. '\0' .. b .. '\0' .. c) or (kind .. a .. '\0' .. b)
-  if #k <= 64 then return k end
+function limiter.cache_key(k)
+  if #k <= 80 then return k end
   return nil
 end
 
@@ -1474,26 +1499,21 @@ function limiter.remember(k, value)
   cached = cached + 1
 end
 
--- max_burst count_per_period period, each checked as it comes: the
--- parsed words, or nil and the error. limiter.gcra() checks them together.
-function limiter.gcra_args(mb, count, period)
+-- max_burst count_per_period period as limiter::gcra reads them: the three
+-- parsed, then their ranges, then what needs them together (Gcra::new).
+-- Returns { 'gcra', g }, or nil and the error.
+function limiter.gcra(mb, count, period)
   local bs, bn = integer(mb)
   if not bs then return nil, E.NOT_INTEGER end
-  if bs < 0 then return nil, E.NEGATIVE_MAX_BURST end
   local cs, cn = integer(count)
   if not cs then return nil, E.NOT_INTEGER end
-  if cs < 0 or (cs == 0 and cn < 1) then return nil, E.COUNT_NOT_POSITIVE end
   local ps, pn = grammar.duration(period, 'period')
   if not ps then return nil, pn end
+  if bs < 0 then return nil, E.NEGATIVE_MAX_BURST end
+  if cs < 0 or (cs == 0 and cn < 1) then return nil, E.COUNT_NOT_POSITIVE end
   if ps < 0 or (ps == 0 and pn < 1) then return nil, E.PERIOD_NOT_POSITIVE end
-  return { bs, bn, count, ps, pn }
-end
-
--- What needs the three together (Gcra::new), then the twin's own range.
-function limiter.gcra(a)
-  local g, err = gcra.new(a[1], a[2], a[3], a[4], a[5])
+  local g, err = gcra.new(bs, bn, count, ps, pn)
   if not g then return nil, err end
-  if g[5] >= MAX_LIMIT then return nil, E.BIG_LIMIT end
   return { 'gcra', g }
 end
 
@@ -1506,6 +1526,7 @@ function limiter.limit(w)
   return ptod(s, n)
 end
 
+-- The twin's own range: limits Lua can return exactly.
 function limiter.check_limit(limit)
   if limit >= MAX_LIMIT then return nil, E.BIG_LIMIT end
   return true
@@ -1519,25 +1540,45 @@ function limiter.window(w, what, not_positive)
   return s, n
 end
 
--- FW's second argument: a calendar unit, or a window. Returns the unit
--- name, or false and the window pair; or nil and the error.
-function limiter.window_or_unit(w)
-  local unit = calendar.unit(w)
-  if unit then return unit end
-  local s, n = limiter.window(w, 'window', E.WINDOW_NOT_POSITIVE)
-  if not s then return nil, n end
-  return false, s, n
+-- `limit window` as limiter::sliding reads them: a limiter, or nil and the
+-- error.
+function limiter.sliding(limit_w, window_w, approx_mode)
+  local limit, err = limiter.limit(limit_w)
+  if not limit then return nil, err end
+  local ws, wn = limiter.window(window_w, 'window', E.WINDOW_NOT_POSITIVE)
+  if not ws then return nil, wn end
+  return { approx_mode and 'approx' or 'exact', limit, ws, wn }
 end
 
--- The fixed window limiter once its options are known (TZ needs a unit).
-function limiter.fixed(limit, unit, ws, wn, tz, align)
-  if unit then return { 'fixed', fixed.calendar(limit, unit, tz or 0) } end
-  if tz then return nil, E.TZ_WITHOUT_CALENDAR end
+-- `limit window-or-unit [TZ zone] [ALIGN]` as limiter::fixed reads them: a
+-- calendar unit takes the zone (UTC without one); a zone without a unit is
+-- an error before the window is read.
+function limiter.fixed(limit_w, window_w, tz_w, align)
+  local limit, err = limiter.limit(limit_w)
+  if not limit then return nil, err end
+  local unit = calendar.unit(window_w)
+  if unit then
+    local offset = 0
+    if tz_w then
+      offset = calendar.parse_offset(tz_w)
+      if not offset then
+        if sfind(tz_w, '%a') then return nil, E.NAMED_ZONE end
+        return nil, E.BAD_TZ
+      end
+    end
+    return { 'fixed', fixed.calendar(limit, unit, offset) }
+  end
+  if tz_w then return nil, E.TZ_WITHOUT_CALENDAR end
+  local ws, wn = limiter.window(window_w, 'window', E.WINDOW_NOT_POSITIVE)
+  if not ws then return nil, wn end
   return { 'fixed', fixed.new(limit, ws, wn, align) }
 end
 
-function limiter.sliding(limit, ws, wn, approx)
-  return { approx and 'approx' or 'exact', limit, ws, wn }
+-- The limit of a limiter, for the twin's range check.
+function limiter.limit_of(lim)
+  if lim[1] == 'gcra' then return lim[2][5] end
+  if lim[1] == 'fixed' then return lim[2][1] end
+  return lim[2]
 end
 
 -- A sliding window key's string, checked against the mode asked for.
@@ -1655,13 +1696,13 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
 end
 
 -- src/commands.lua
--- One function per command (src/commands/*.rs), each with the same shape:
--- the required arguments left to right, then the options, then what needs
--- several, then the clock, the key, the decision, the write, the reply.
--- `argv` holds the command's words after its key.
+-- One function per command (src/commands/*.rs), each with the same shape
+-- and the module's order of checks: the options (their syntax, and a
+-- quantity), then the required arguments, then the options' values and
+-- what needs several, then the clock, the key, the decision, the write,
+-- the reply. `argv` holds the command's words after its key.
 
 local commands = {}
-
 
 -- The shape of every single-limiter command (commands::single).
 local function single(key, lim, qs, qn, ms, write)
@@ -1677,30 +1718,45 @@ local function quantity_of(o)
   return 0, 1
 end
 
+-- A limiter parsed from words once per library (limiter.cached): `parse`
+-- runs on a miss; a limiter the twin cannot serve is never kept.
+local function cached_limiter(k, parse, ...)
+  local key = limiter.cache_key(k)
+  local lim = limiter.cached(key)
+  if lim then return lim end
+  local err
+  lim, err = parse(...)
+  if not lim then return nil, err end
+  if limiter.check_limit(limiter.limit_of(lim)) then limiter.remember(key, lim) end
+  return lim
+end
+
+local function twin_range(lim)
+  return limiter.check_limit(limiter.limit_of(lim))
+end
+
 local MS = { MS = 'flag' }
-local MS_MAXWAIT = { MS = 'flag', MAXWAIT = 'keyword' }
+local MS_MAXWAIT = { MAXWAIT = 'keyword', MS = 'flag' }
 local SW_FLAGS = { APPROX = 'flag', MS = 'flag' }
 local FW_FLAGS = { ALIGN = 'flag', TZ = 'keyword', MS = 'flag' }
 local CC_FLAGS = { ID = 'keyword', MS = 'flag' }
 local NONE = {}
 
+local function gcra_of(argv)
+  return cached_limiter('G' .. argv[1] .. '\0' .. argv[2] .. '\0' .. argv[3],
+    limiter.gcra, argv[1], argv[2], argv[3])
+end
+
 -- CL.THROTTLE key max_burst count_per_period period [quantity] [MS]
 -- CL.PEEK key max_burst count_per_period period [MS]
 local function throttle(write)
   return function(key, argv)
-    local k = limiter.cache_key('G', argv[1], argv[2], argv[3])
-    local lim, a, err = limiter.cached(k), nil, nil
-    if not lim then
-      a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
-      if not a then return nil, err end
-    end
     local o, oerr = grammar.options(argv, 4, MS, write)
     if not o then return nil, oerr end
-    if not lim then
-      lim, err = limiter.gcra(a)
-      if not lim then return nil, err end
-      limiter.remember(k, lim)
-    end
+    local lim, err = gcra_of(argv)
+    if not lim then return nil, err end
+    local ok, rerr = twin_range(lim)
+    if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, lim, qs, qn, o.MS, write)
@@ -1711,20 +1767,23 @@ commands['cl.peek'] = { 4, throttle(false), 'no-writes' }
 
 -- CL.RESERVE key max_burst count_per_period period [quantity] MAXWAIT duration [MS]
 commands['cl.reserve'] = { 4, function(key, argv)
-  local a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
-  if not a then return nil, err end
   local o, oerr = grammar.options(argv, 4, MS_MAXWAIT, true)
   if not o then return nil, oerr end
-  local lim, lerr = limiter.gcra(a)
-  if not lim then return nil, lerr end
+  local lim, err = gcra_of(argv)
+  if not lim then return nil, err end
   if not o.MAXWAIT then return nil, E.MAXWAIT_MISSING end
+  local mw_s, mw_n = grammar.duration(o.MAXWAIT, 'MAXWAIT')
+  if not mw_s then return nil, mw_n end
+  if mw_s < 0 then return nil, E.NEGATIVE_MAXWAIT end
+  local ok, rerr = twin_range(lim)
+  if not ok then return nil, rerr end
   local qs, qn = quantity_of(o)
   local now_s, now_n, now_ms = store.now()
   local found, ts, tn = store.integer(key, E.INVALID_TAT)
   if found == nil then return nil, ts end
   if not found then ts, tn = nil, nil end
   local decision, v, nts, ntn, exp, ws, wn =
-    gcra.reserve(lim[2], ts, tn, now_s, now_n, qs, qn, o.mw_s, o.mw_n)
+    gcra.reserve(lim[2], ts, tn, now_s, now_n, qs, qn, mw_s, mw_n)
   if not decision then return nil, v end
   if nts then store.set(key, ptostr(nts, ntn), exp, nil, now_ms) end
   local reply = to_reply(v, o.MS)
@@ -1732,48 +1791,46 @@ commands['cl.reserve'] = { 4, function(key, argv)
   return reply
 end }
 
--- CL.REFUND key max_burst count_per_period period quantity [MS]
-commands['cl.refund'] = { 5, function(key, argv)
-  local a, err = limiter.gcra_args(argv[1], argv[2], argv[3])
-  if not a then return nil, err end
-  local qs, qn = grammar.quantity(argv[4])
+-- A refund's quantity (read after the limiter's parameters), then the
+-- twin's range, the refund, and the peek's answer.
+local function refund(key, lim, q_word, ms)
+  local qs, qn = grammar.quantity(q_word)
   if not qs then return nil, qn end
-  local o, oerr = grammar.options(argv, 5, MS, false)
-  if not o then return nil, oerr end
-  local lim, lerr = limiter.gcra(a)
-  if not lim then return nil, lerr end
+  local ok, rerr = twin_range(lim)
+  if not ok then return nil, rerr end
   local now_s, now_n, now_ms = store.now()
   local v, verr = limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
   if not v then return nil, verr end
-  return to_reply(v, o.MS)
+  return to_reply(v, ms)
+end
+
+-- CL.REFUND key max_burst count_per_period period quantity [MS]
+commands['cl.refund'] = { 5, function(key, argv)
+  local o, oerr = grammar.options(argv, 5, MS, false)
+  if not o then return nil, oerr end
+  local lim, err = gcra_of(argv)
+  if not lim then return nil, err end
+  return refund(key, lim, argv[4], o.MS)
 end, 'allow-oom' }
+
+local function sliding_of(argv, approx_mode)
+  return cached_limiter((approx_mode and 'A' or 'S') .. argv[1] .. '\0' .. argv[2],
+    limiter.sliding, argv[1], argv[2], approx_mode)
+end
 
 -- SW.ALLOW key limit window [quantity] [APPROX] [MS]
 -- SW.PEEK key limit window [APPROX] [MS]
 local function sliding_command(write)
   return function(key, argv)
-    local k = limiter.cache_key('S', argv[1], argv[2])
-    local p = limiter.cached(k)
-    local limit, ws, wn
-    if p then
-      limit, ws, wn = p[1], p[2], p[3]
-    else
-      local err
-      limit, err = limiter.limit(argv[1])
-      if not limit then return nil, err end
-      ws, wn = limiter.window(argv[2], 'window', E.WINDOW_NOT_POSITIVE)
-      if not ws then return nil, wn end
-    end
     local o, oerr = grammar.options(argv, 3, SW_FLAGS, write)
     if not o then return nil, oerr end
-    if not p then
-      local ok, lerr = limiter.check_limit(limit)
-      if not ok then return nil, lerr end
-      limiter.remember(k, { limit, ws, wn })
-    end
+    local lim, err = sliding_of(argv, o.APPROX)
+    if not lim then return nil, err end
+    local ok, rerr = twin_range(lim)
+    if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
-    return single(key, limiter.sliding(limit, ws, wn, o.APPROX), qs, qn, o.MS, write)
+    return single(key, lim, qs, qn, o.MS, write)
   end
 end
 commands['sw.allow'] = { 3, sliding_command(true) }
@@ -1781,47 +1838,29 @@ commands['sw.peek'] = { 3, sliding_command(false), 'no-writes' }
 
 -- SW.REFUND key limit window quantity [APPROX] [MS]
 commands['sw.refund'] = { 4, function(key, argv)
-  local limit, err = limiter.limit(argv[1])
-  if not limit then return nil, err end
-  local ws, wn = limiter.window(argv[2], 'window', E.WINDOW_NOT_POSITIVE)
-  if not ws then return nil, wn end
-  local qs, qn = grammar.quantity(argv[3])
-  if not qs then return nil, qn end
   local o, oerr = grammar.options(argv, 4, SW_FLAGS, false)
   if not o then return nil, oerr end
-  local ok, lerr = limiter.check_limit(limit)
-  if not ok then return nil, lerr end
-  local now_s, now_n, now_ms = store.now()
-  local v, verr = limiter.refund(limiter.sliding(limit, ws, wn, o.APPROX), key, now_s, now_n, now_ms, qs, qn)
-  if not v then return nil, verr end
-  return to_reply(v, o.MS)
+  local lim, err = sliding_of(argv, o.APPROX)
+  if not lim then return nil, err end
+  return refund(key, lim, argv[3], o.MS)
 end, 'allow-oom' }
+
+local function fixed_of(argv, o)
+  local tz = o.TZ
+  return cached_limiter('F' .. argv[1] .. '\0' .. argv[2] .. '\0' .. (tz or '') .. (o.ALIGN and '\0A' or ''),
+    limiter.fixed, argv[1], argv[2], tz, o.ALIGN)
+end
 
 -- FW.INCR key limit window-or-unit [quantity] [ALIGN] [TZ zone] [MS]
 -- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [MS]
 local function fixed_command(write)
   return function(key, argv)
-    local k = limiter.cache_key('F', argv[1], argv[2])
-    local p = limiter.cached(k)
-    local limit, unit, ws, wn
-    if p then
-      limit, unit, ws, wn = p[1], p[2], p[3], p[4]
-    else
-      local err
-      limit, err = limiter.limit(argv[1])
-      if not limit then return nil, err end
-      unit, ws, wn = limiter.window_or_unit(argv[2])
-      if unit == nil then return nil, ws end
-    end
     local o, oerr = grammar.options(argv, 3, FW_FLAGS, write)
     if not o then return nil, oerr end
-    local lim, lerr = limiter.fixed(limit, unit, ws, wn, o.TZ, o.ALIGN)
-    if not lim then return nil, lerr end
-    if not p then
-      local ok, cerr = limiter.check_limit(limit)
-      if not ok then return nil, cerr end
-      limiter.remember(k, { limit, unit, ws, wn })
-    end
+    local lim, err = fixed_of(argv, o)
+    if not lim then return nil, err end
+    local ok, rerr = twin_range(lim)
+    if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
     return single(key, lim, qs, qn, o.MS, write)
@@ -1832,22 +1871,11 @@ commands['fw.peek'] = { 3, fixed_command(false), 'no-writes' }
 
 -- FW.REFUND key limit window-or-unit quantity [ALIGN] [TZ zone] [MS]
 commands['fw.refund'] = { 4, function(key, argv)
-  local limit, err = limiter.limit(argv[1])
-  if not limit then return nil, err end
-  local unit, ws, wn = limiter.window_or_unit(argv[2])
-  if unit == nil then return nil, ws end
-  local qs, qn = grammar.quantity(argv[3])
-  if not qs then return nil, qn end
   local o, oerr = grammar.options(argv, 4, FW_FLAGS, false)
   if not o then return nil, oerr end
-  local lim, lerr = limiter.fixed(limit, unit, ws, wn, o.TZ, o.ALIGN)
-  if not lim then return nil, lerr end
-  local ok, cerr = limiter.check_limit(limit)
-  if not ok then return nil, cerr end
-  local now_s, now_n, now_ms = store.now()
-  local v, verr = limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
-  if not v then return nil, verr end
-  return to_reply(v, o.MS)
+  local lim, err = fixed_of(argv, o)
+  if not lim then return nil, err end
+  return refund(key, lim, argv[3], o.MS)
 end, 'allow-oom' }
 
 -- The twin's leases of `key`: the string (false when absent), or nil and
@@ -1865,27 +1893,37 @@ local function lease_duration(w)
   return limiter.window(w, 'lease', E.LEASE_NOT_POSITIVE)
 end
 
+local function id_of(w)
+  if #w > 1024 then return nil, E.ID_TOO_LONG end
+  return w
+end
+
 -- CC.ACQUIRE key limit lease [ID id] [MS]
 commands['cc.acquire'] = { 3, function(key, argv)
+  local o, oerr = grammar.options(argv, 3, CC_FLAGS, false)
+  if not o then return nil, oerr end
   local limit, err = limiter.limit(argv[1])
   if not limit then return nil, err end
   local ls_, ln_ = lease_duration(argv[2])
   if not ls_ then return nil, ln_ end
-  local o, oerr = grammar.options(argv, 3, CC_FLAGS, false)
-  if not o then return nil, oerr end
+  local id = o.ID
+  if id then
+    local ierr
+    id, ierr = id_of(id)
+    if not id then return nil, ierr end
+  end
   local ok, cerr = limiter.check_limit(limit)
   if not ok then return nil, cerr end
   local now_s, now_n, now_ms = store.now()
-  local v, verr, _, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, o.ID)
+  local v, verr, _, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, id)
   if v == nil then return nil, verr end
-  local decision, vd, xs, xn = lease.acquire(limit, v or nil, now_s, now_n, ls_, ln_, o.ID)
+  local decision, vd, xs, xn = lease.acquire(limit, v or nil, now_s, now_n, ls_, ln_, id)
   if not decision then return nil, vd end
   local reply = to_reply(vd, o.MS)
   if decision == 'refused' then
     reply[6] = false
     return reply
   end
-  local id = o.ID
   if not id then id, last_us, seq = lease.new_id(now_s, now_n, last_us, seq) end
   local out, exp = lease.rewrite(v or nil, now_s, now_n, id, xs, xn, last_us, seq)
   store.set(key, out, exp, nil, now_ms)
@@ -1893,17 +1931,12 @@ commands['cc.acquire'] = { 3, function(key, argv)
   return reply
 end }
 
-local function id_of(w)
-  if #w > 1024 then return nil, E.ID_TOO_LONG end
-  return w
-end
-
 -- CC.RELEASE key id
 commands['cc.release'] = { 2, function(key, argv)
-  local id, err = id_of(argv[1])
-  if not id then return nil, err end
   local o, oerr = grammar.options(argv, 2, NONE, false)
   if not o then return nil, oerr end
+  local id, err = id_of(argv[1])
+  if not id then return nil, err end
   local now_s, now_n, now_ms = store.now()
   local v, verr, holds, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, id)
   if v == nil then return nil, verr end
@@ -1915,12 +1948,12 @@ end, 'allow-oom' }
 
 -- CC.RENEW key id lease
 commands['cc.renew'] = { 3, function(key, argv)
+  local o, oerr = grammar.options(argv, 3, NONE, false)
+  if not o then return nil, oerr end
   local id, err = id_of(argv[1])
   if not id then return nil, err end
   local ls_, ln_ = lease_duration(argv[2])
   if not ls_ then return nil, ln_ end
-  local o, oerr = grammar.options(argv, 3, NONE, false)
-  if not o then return nil, oerr end
   local now_s, now_n, now_ms = store.now()
   local v, verr, holds, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, id)
   if v == nil then return nil, verr end
@@ -1934,16 +1967,16 @@ end, 'allow-oom' }
 
 -- CC.PEEK key limit [MS]
 commands['cc.peek'] = { 2, function(key, argv)
-  local limit, err = limiter.limit(argv[1])
-  if not limit then return nil, err end
   local o, oerr = grammar.options(argv, 2, MS, false)
   if not o then return nil, oerr end
+  local limit, err = limiter.limit(argv[1])
+  if not limit then return nil, err end
   local ok, cerr = limiter.check_limit(limit)
   if not ok then return nil, cerr end
   local now_s, now_n = store.now()
-  local v, held, _, fs, fn, ls, ln = leases_of(key, now_s, now_n, nil)
+  local v, held = leases_of(key, now_s, now_n, nil)
   if v == nil then return nil, held end
-  return to_reply(lease.verdict(limit, held, fs, fn, ls, ln, now_s, now_n), o.MS)
+  return to_reply(lease.decision(limit, v or nil, now_s, now_n, 0), o.MS)
 end, 'no-writes' }
 
 -- src/throttle_all.lua
@@ -1957,35 +1990,19 @@ local KINDS = { GCRA = 3, SW = 2, FW = 2 }
 local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword' } }
 local CALL_SPEC = { QUANTITY = 'keyword', MS = 'flag' }
 
--- One limiter's parameters, from argv[i]: the limiter, or nil and the
--- error (its own command's).
-local function limiter_params(kind, argv, i)
-  if kind == 'GCRA' then
-    return limiter.gcra_args(argv[i], argv[i + 1], argv[i + 2])
-  end
-  local limit, err = limiter.limit(argv[i])
-  if not limit then return nil, err end
-  if kind == 'SW' then
-    local ws, wn = limiter.window(argv[i + 1], 'window', E.WINDOW_NOT_POSITIVE)
-    if not ws then return nil, wn end
-    return { limit, ws, wn }
-  end
-  local unit, ws, wn = limiter.window_or_unit(argv[i + 1])
-  if unit == nil then return nil, ws end
-  return { limit, unit, ws, wn }
-end
-
--- What needs the parameters and the options together.
-local function limiter_of(kind, p, o)
-  if kind == 'GCRA' then return limiter.gcra(p) end
+-- One limiter from its parameters at argv[i] and its options, as its own
+-- command reads them.
+local function limiter_of(kind, argv, i, o)
   local lim, err
-  if kind == 'SW' then
-    lim = limiter.sliding(p[1], p[2], p[3], o.APPROX)
+  if kind == 'GCRA' then
+    lim, err = limiter.gcra(argv[i], argv[i + 1], argv[i + 2])
+  elseif kind == 'SW' then
+    lim, err = limiter.sliding(argv[i], argv[i + 1], o.APPROX)
   else
-    lim, err = limiter.fixed(p[1], p[2], p[3], p[4], o.TZ, o.ALIGN)
-    if not lim then return nil, err end
+    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN)
   end
-  local ok, cerr = limiter.check_limit(p[1])
+  if not lim then return nil, err end
+  local ok, cerr = limiter.check_limit(limiter.limit_of(lim))
   if not ok then return nil, cerr end
   return lim
 end
@@ -2009,8 +2026,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
       return nil, E.UNKNOWN_LIMITER
     end
     if last - i < params then return nil, E.LIMITER_COUNT end
-    local p, err = limiter_params(kind, argv, i + 1)
-    if not p then return nil, err end
+    local at = i + 1
     i = i + 1 + params
     local o, spec = {}, LIMITER_SPEC[kind]
     while i <= last do
@@ -2027,7 +2043,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
       end
       if not i then return nil, oerr end
     end
-    local lim, lerr = limiter_of(kind, p, o)
+    local lim, lerr = limiter_of(kind, argv, at, o)
     if not lim then return nil, lerr end
     limiters[j] = lim
   end

@@ -52,28 +52,16 @@ local function numeric(w)
   return c and ((c >= 48 and c <= 57) or c == 43 or c == 45 or c == 46)
 end
 
--- A keyword's value, checked as it comes. Returns true, or nil and the
--- error; sets o[name] (and o.mw_s/o.mw_n for MAXWAIT).
+-- A keyword's value: QUANTITY's is read at once (as the module reads a
+-- quantity with the options); the others' are kept as words and checked
+-- by the command after its required arguments.
 local function keyword(o, name, w)
-  if name == 'TZ' then
-    local offset = calendar.parse_offset(w)
-    if not offset then
-      if sfind(w, '%a') then return nil, E.NAMED_ZONE end
-      return nil, E.BAD_TZ
-    end
-    o.TZ = offset
-  elseif name == 'ID' then
-    if #w > 1024 then return nil, E.ID_TOO_LONG end
-    o.ID = w
-  elseif name == 'MAXWAIT' then
-    local s, n = duration(w, 'MAXWAIT')
-    if not s then return nil, n end
-    if s < 0 then return nil, E.NEGATIVE_MAXWAIT end
-    o.MAXWAIT, o.mw_s, o.mw_n = true, s, n
-  elseif name == 'QUANTITY' then
+  if name == 'QUANTITY' then
     local s, n = quantity(w)
     if not s then return nil, n end
     o.QUANTITY, o.q_s, o.q_n = true, s, n
+  else
+    o[name] = w
   end
   return true
 end

@@ -46,14 +46,34 @@ function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
     if rem < 0 then rem = 0 end
     return 'hold', verdict(false, limit, rem, nil, nil, ts, tn), xs, xn
   end
-  return 'refused', lease.verdict(limit, held, fs, fn, las, lan, now_s, now_n)
+  return 'refused', lease.decision(limit, v, now_s, now_n, 1)
 end
 
--- What a peek answers (Leases::verdict).
-function lease.verdict(limit, held, fs, fn, ls, ln, now_s, now_n)
-  local limited = held >= limit
+-- The verdict for a request of `quantity` (Leases::decision: 0 for a
+-- peek, 1 for a new lease): limited when held + quantity > limit or the
+-- limit is 0, waiting until the held + quantity - limit earliest leases
+-- have expired (never, with limit 0).
+function lease.decision(limit, v, now_s, now_n, quantity)
+  local expiries, ls, ln = {}, nil, nil
+  if v then
+    local pos, len = HEAD + 1, #v
+    while pos <= len do
+      local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+      if plt(now_s, now_n, s, n) then
+        expiries[#expiries + 1] = { s, n }
+        if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
+      end
+      pos = nxt + idlen
+    end
+  end
+  local held = #expiries
+  local excess = held + quantity - limit
+  local limited = limit <= 0 or excess > 0
   local rs, rn
-  if limited and fs then rs, rn = psub(fs, fn, now_s, now_n) end
+  if limit > 0 and excess > 0 and excess <= held then
+    table.sort(expiries, function(a, b) return plt(a[1], a[2], b[1], b[2]) end)
+    rs, rn = psub(expiries[excess][1], expiries[excess][2], now_s, now_n)
+  end
   local ts, tn = 0, 0
   if ls then ts, tn = psub(ls, ln, now_s, now_n) end
   local rem = limit - held

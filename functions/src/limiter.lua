@@ -14,9 +14,8 @@ local MAX_LIMIT = 9007199254740992 -- 2^53: Lua replies integers as doubles
 -- (what parsing gives depends on nothing else). Bounded; only short words.
 local cache, cached = {}, 0
 
-function limiter.cache_key(kind, a, b, c)
-  local k = c and (kind .. a .. '\0' .. b .. '\0' .. c) or (kind .. a .. '\0' .. b)
-  if #k <= 64 then return k end
+function limiter.cache_key(k)
+  if #k <= 80 then return k end
   return nil
 end
 
@@ -31,26 +30,21 @@ function limiter.remember(k, value)
   cached = cached + 1
 end
 
--- max_burst count_per_period period, each checked as it comes: the
--- parsed words, or nil and the error. limiter.gcra() checks them together.
-function limiter.gcra_args(mb, count, period)
+-- max_burst count_per_period period as limiter::gcra reads them: the three
+-- parsed, then their ranges, then what needs them together (Gcra::new).
+-- Returns { 'gcra', g }, or nil and the error.
+function limiter.gcra(mb, count, period)
   local bs, bn = integer(mb)
   if not bs then return nil, E.NOT_INTEGER end
-  if bs < 0 then return nil, E.NEGATIVE_MAX_BURST end
   local cs, cn = integer(count)
   if not cs then return nil, E.NOT_INTEGER end
-  if cs < 0 or (cs == 0 and cn < 1) then return nil, E.COUNT_NOT_POSITIVE end
   local ps, pn = grammar.duration(period, 'period')
   if not ps then return nil, pn end
+  if bs < 0 then return nil, E.NEGATIVE_MAX_BURST end
+  if cs < 0 or (cs == 0 and cn < 1) then return nil, E.COUNT_NOT_POSITIVE end
   if ps < 0 or (ps == 0 and pn < 1) then return nil, E.PERIOD_NOT_POSITIVE end
-  return { bs, bn, count, ps, pn }
-end
-
--- What needs the three together (Gcra::new), then the twin's own range.
-function limiter.gcra(a)
-  local g, err = gcra.new(a[1], a[2], a[3], a[4], a[5])
+  local g, err = gcra.new(bs, bn, count, ps, pn)
   if not g then return nil, err end
-  if g[5] >= MAX_LIMIT then return nil, E.BIG_LIMIT end
   return { 'gcra', g }
 end
 
@@ -63,6 +57,7 @@ function limiter.limit(w)
   return ptod(s, n)
 end
 
+-- The twin's own range: limits Lua can return exactly.
 function limiter.check_limit(limit)
   if limit >= MAX_LIMIT then return nil, E.BIG_LIMIT end
   return true
@@ -76,25 +71,45 @@ function limiter.window(w, what, not_positive)
   return s, n
 end
 
--- FW's second argument: a calendar unit, or a window. Returns the unit
--- name, or false and the window pair; or nil and the error.
-function limiter.window_or_unit(w)
-  local unit = calendar.unit(w)
-  if unit then return unit end
-  local s, n = limiter.window(w, 'window', E.WINDOW_NOT_POSITIVE)
-  if not s then return nil, n end
-  return false, s, n
+-- `limit window` as limiter::sliding reads them: a limiter, or nil and the
+-- error.
+function limiter.sliding(limit_w, window_w, approx_mode)
+  local limit, err = limiter.limit(limit_w)
+  if not limit then return nil, err end
+  local ws, wn = limiter.window(window_w, 'window', E.WINDOW_NOT_POSITIVE)
+  if not ws then return nil, wn end
+  return { approx_mode and 'approx' or 'exact', limit, ws, wn }
 end
 
--- The fixed window limiter once its options are known (TZ needs a unit).
-function limiter.fixed(limit, unit, ws, wn, tz, align)
-  if unit then return { 'fixed', fixed.calendar(limit, unit, tz or 0) } end
-  if tz then return nil, E.TZ_WITHOUT_CALENDAR end
+-- `limit window-or-unit [TZ zone] [ALIGN]` as limiter::fixed reads them: a
+-- calendar unit takes the zone (UTC without one); a zone without a unit is
+-- an error before the window is read.
+function limiter.fixed(limit_w, window_w, tz_w, align)
+  local limit, err = limiter.limit(limit_w)
+  if not limit then return nil, err end
+  local unit = calendar.unit(window_w)
+  if unit then
+    local offset = 0
+    if tz_w then
+      offset = calendar.parse_offset(tz_w)
+      if not offset then
+        if sfind(tz_w, '%a') then return nil, E.NAMED_ZONE end
+        return nil, E.BAD_TZ
+      end
+    end
+    return { 'fixed', fixed.calendar(limit, unit, offset) }
+  end
+  if tz_w then return nil, E.TZ_WITHOUT_CALENDAR end
+  local ws, wn = limiter.window(window_w, 'window', E.WINDOW_NOT_POSITIVE)
+  if not ws then return nil, wn end
   return { 'fixed', fixed.new(limit, ws, wn, align) }
 end
 
-function limiter.sliding(limit, ws, wn, approx)
-  return { approx and 'approx' or 'exact', limit, ws, wn }
+-- The limit of a limiter, for the twin's range check.
+function limiter.limit_of(lim)
+  if lim[1] == 'gcra' then return lim[2][5] end
+  if lim[1] == 'fixed' then return lim[2][1] end
+  return lim[2]
 end
 
 -- A sliding window key's string, checked against the mode asked for.

@@ -37,63 +37,73 @@ local function integer(w)
   return s, n
 end
 
--- Units of a duration: nanoseconds as c * 10^k.
-local UNIT_C = { [''] = 1, s = 1, ms = 1, m = 6, h = 36, d = 864 }
-local UNIT_K = { [''] = 9, s = 9, ms = 6, m = 10, h = 11, d = 11 }
-local POW10 = { 1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 }
-
--- A duration (docs/grammar.md): seconds (`60`, `0.5`), or a number with a
--- unit (`500ms`, `1.5s`, `15m`, `1h`, `1d`, any case) that comes to whole
--- nanoseconds, with an optional sign (a non-positive duration is reported
--- by name). Returns the pair of nanoseconds, or nil and 'malformed' or
--- 'overflow' (beyond 2^63 - 1 ns).
-local function parse_duration(w)
-  local sign, int, dot, frac, unit = smatch(w, '^([+-]?)(%d*)(%.?)(%d*)(%a*)$')
-  if not sign or (int == '' and frac == '') or (dot ~= '' and frac == '') then
-    return nil, 'malformed'
+-- A duration in seconds, an integer or a decimal with at most 9
+-- fractional digits, optionally signed (parse::seconds_as_nanos): the pair
+-- of nanoseconds, or nil.
+local function seconds_as_nanos(w)
+  local sign, whole, dot, frac = smatch(w, '^([+-]?)(%d*)(%.?)(%d*)$')
+  if not sign or (whole == '' and frac == '') or (dot ~= '' and frac == '') or #frac > 9 then
+    return nil
   end
-  if #unit > 2 then return nil, 'malformed' end
-  unit = slower(unit)
-  local c, k = UNIT_C[unit], UNIT_K[unit]
-  if not c then return nil, 'malformed' end
-  -- Trailing zeros of the fraction change nothing.
-  local fz = sfind(frac, '0*$')
-  frac = ssub(frac, 1, fz - 1)
-  local f = #frac
-  if f > 30 then return nil, 'malformed' end
-  local iz = sfind(int, '[^0]')
-  int = iz and ssub(int, iz) or ''
-  if #int > 20 then return nil, 'overflow' end
   local s, n = 0, 0
-  if int ~= '' then
-    s, n = integer(int)
-    if not s then return nil, 'overflow' end
-    s, n = pmul(s, n, c * POW10[k + 1])
-    if not s then return nil, 'overflow' end
-  end
-  if f > 0 then
-    -- frac * c * 10^k / 10^f must be whole.
-    if f > 21 then return nil, 'malformed' end
-    local fs, fn
-    if f <= 15 then fs, fn = dtop(tonum(frac)) else
-      fs, fn = tonum(ssub(frac, 1, f - 9)), tonum(ssub(frac, f - 8))
+  if whole ~= '' then
+    local z = sfind(whole, '[^0]')
+    if z then
+      whole = ssub(whole, z)
+      if #whole > 10 then return nil end
+      s = tonum(whole)
     end
-    fs, fn = pmul(fs, fn, c)
-    if f <= k then
-      fs, fn = pmul(fs, fn, POW10[k - f + 1])
-    else
-      local ds, dn = dtop(POW10[f - k + 1] or 0)
-      if f - k > 15 then return nil, 'malformed' end
-      local qs, qn, rs, rn = pdiv(fs, fn, ds, dn)
-      if not qs or rs ~= 0 or rn ~= 0 then return nil, 'malformed' end
-      fs, fn = qs, qn
-    end
-    s, n = padd(s, n, fs, fn)
   end
-  if plt(I64MAX_S, I64MAX_N, s, n) then return nil, 'overflow' end
+  if frac ~= '' then n = tonum(frac .. srep('0', 9 - #frac)) end
+  if plt(I64MAX_S, I64MAX_N, s, n) then return nil end
   if sign == '-' then
     if n == 0 then return -s, 0 end
     return -s - 1, B - n
   end
+  return s, n
+end
+
+-- A number that failed to parse: out of range if it is well-formed
+-- (digits, at most one dot and 9 decimals) but too large.
+local function too_large_or_malformed(w)
+  local whole, frac = smatch(w, '^[+-]?(%d+)%.?(%d*)$')
+  if whole and #frac <= 9 and (sfind(w, '%.') or frac == '') then return 'overflow' end
+  return 'malformed'
+end
+
+-- Units after a number, in the order the module tries them, and their
+-- nanoseconds as a multiple of a second (ms: a thousandth).
+local UNITS = { 'ms', 's', 'm', 'h', 'd' }
+local PER_SECOND = { ms = 0.001, s = 1, m = 60, h = 3600, d = 86400 }
+
+-- A duration (parse::duration): seconds as seconds_as_nanos reads them, or
+-- a number followed by a unit (`ms`, `s`, `m`, `h`, `d`, any case) that
+-- comes to whole nanoseconds. Returns the pair of nanoseconds, or nil and
+-- 'malformed' or 'overflow' (beyond 2^63 - 1 ns).
+local function parse_duration(w)
+  local number, unit = w, 's'
+  local len = #w
+  for i = 1, 5 do
+    local u = UNITS[i]
+    local ul = #u
+    if len > ul and slower(ssub(w, len - ul + 1)) == u then
+      local c = sbyte(w, len - ul)
+      if c >= 48 and c <= 57 then
+        number, unit = ssub(w, 1, len - ul), u
+        break
+      end
+    end
+  end
+  local s, n = seconds_as_nanos(number)
+  if not s then return nil, too_large_or_malformed(number) end
+  local k = PER_SECOND[unit]
+  if k == 1 then return s, n end
+  if unit == 'ms' then
+    if n % 1000 ~= 0 then return nil, 'malformed' end
+    local qs, qn = pdiv(s, n, 0, 1000)
+    return qs, qn
+  end
+  s, n = pmul(s, n, k)
+  if not s or over_i64(s, n) then return nil, 'overflow' end
   return s, n
 end

@@ -20,6 +20,14 @@ function sliding.open(v)
   return (#v - HEAD) / ENTRY, sunpack('>I7', v, 5)
 end
 
+-- i64 saturating arithmetic, as the module's log computes with.
+local function sat_add(as, an, bs, bn)
+  return psat(padd(as, an, bs, bn))
+end
+local function sat_sub(as, an, bs, bn)
+  return psat(psub(as, an, bs, bn))
+end
+
 local function entry(v, i)
   return sunpack('>I5I4I7', v, HEAD + (i - 1) * ENTRY + 1)
 end
@@ -59,7 +67,7 @@ end
 function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
   local n, base = 0, 0
   if v then n, base = sliding.open(v) end
-  local cs, cn = psub(now_s, now_n, ws, wn)
+  local cs, cn = sat_sub(now_s, now_n, ws, wn)
   local k = 0
   if n > 0 then k = until_cutoff(v, n, cs, cn) end
   local cum_k, cum_n = cum(v, k, base), cum(v, n, base)
@@ -86,8 +94,8 @@ function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
     local j = reaching(v, k, n, cum_k + need)
     local ts, tn = now_s, now_n
     if j <= n then ts, tn = entry(v, j) end
-    rs, rn = padd(ts, tn, ws, wn)
-    rs, rn = psat(psub(rs, rn, now_s, now_n))
+    rs, rn = sat_add(ts, tn, ws, wn)
+    rs, rn = sat_sub(rs, rn, now_s, now_n)
     if rs < 0 or (rs == 0 and rn < 1) then rs, rn = 0, 1 end
   end
 
@@ -97,8 +105,8 @@ function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
   if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
   local ts, tn = 0, 0
   if newest_s then
-    ts, tn = padd(newest_s, newest_n, ws, wn)
-    ts, tn = psat(psub(ts, tn, now_s, now_n))
+    ts, tn = sat_add(newest_s, newest_n, ws, wn)
+    ts, tn = sat_sub(ts, tn, now_s, now_n)
     if ts < 0 then ts, tn = 0, 0 end
   end
   return decision, verdict(decision ~= 'allowed', limit, rem, rs, rn, ts, tn), at_s, at_n
@@ -128,13 +136,13 @@ function sliding.record(v, ws, wn, at_s, at_n, q)
   local n, base = 0, 0
   if v then n, base = sliding.open(v) end
   local last = cum(v, n, base)
-  local cs, cn = psub(at_s, at_n, ws, wn)
+  local cs, cn = sat_sub(at_s, at_n, ws, wn)
   local entries, nb = purge(v, n, base, cs, cn)
   if last + q >= 9007199254740992 then
     entries, last, nb = rebase(entries, nb), last - nb, 0
   end
   local out = SWE .. spack('>I7', nb) .. entries .. spack('>I5I4I7', at_s, at_n, last + q)
-  local es, en = padd(at_s, at_n, ws, wn)
+  local es, en = sat_add(at_s, at_n, ws, wn)
   return out, es * 1000 + floor(en / 1000000)
 end
 
@@ -142,7 +150,7 @@ end
 -- expiry, or nil when nothing is left in the window (the key goes).
 function sliding.unrecord(v, ws, wn, at_s, at_n, q)
   local n, base = sliding.open(v)
-  local cs, cn = psub(at_s, at_n, ws, wn)
+  local cs, cn = sat_sub(at_s, at_n, ws, wn)
   local entries, nb = purge(v, n, base, cs, cn)
   local m = #entries / ENTRY
   if m == 0 then return nil end
@@ -158,6 +166,6 @@ function sliding.unrecord(v, ws, wn, at_s, at_n, q)
   end
   local s, ns = sunpack('>I5I4', entries, (lo - 1) * ENTRY + 1)
   local out = SWE .. spack('>I7', nb) .. ssub(entries, 1, (lo - 1) * ENTRY) .. spack('>I5I4I7', s, ns, target)
-  local es, en = padd(s, ns, ws, wn)
+  local es, en = sat_add(s, ns, ws, wn)
   return out, es * 1000 + floor(en / 1000000)
 end

@@ -8,35 +8,19 @@ local KINDS = { GCRA = 3, SW = 2, FW = 2 }
 local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword' } }
 local CALL_SPEC = { QUANTITY = 'keyword', MS = 'flag' }
 
--- One limiter's parameters, from argv[i]: the limiter, or nil and the
--- error (its own command's).
-local function limiter_params(kind, argv, i)
-  if kind == 'GCRA' then
-    return limiter.gcra_args(argv[i], argv[i + 1], argv[i + 2])
-  end
-  local limit, err = limiter.limit(argv[i])
-  if not limit then return nil, err end
-  if kind == 'SW' then
-    local ws, wn = limiter.window(argv[i + 1], 'window', E.WINDOW_NOT_POSITIVE)
-    if not ws then return nil, wn end
-    return { limit, ws, wn }
-  end
-  local unit, ws, wn = limiter.window_or_unit(argv[i + 1])
-  if unit == nil then return nil, ws end
-  return { limit, unit, ws, wn }
-end
-
--- What needs the parameters and the options together.
-local function limiter_of(kind, p, o)
-  if kind == 'GCRA' then return limiter.gcra(p) end
+-- One limiter from its parameters at argv[i] and its options, as its own
+-- command reads them.
+local function limiter_of(kind, argv, i, o)
   local lim, err
-  if kind == 'SW' then
-    lim = limiter.sliding(p[1], p[2], p[3], o.APPROX)
+  if kind == 'GCRA' then
+    lim, err = limiter.gcra(argv[i], argv[i + 1], argv[i + 2])
+  elseif kind == 'SW' then
+    lim, err = limiter.sliding(argv[i], argv[i + 1], o.APPROX)
   else
-    lim, err = limiter.fixed(p[1], p[2], p[3], p[4], o.TZ, o.ALIGN)
-    if not lim then return nil, err end
+    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN)
   end
-  local ok, cerr = limiter.check_limit(p[1])
+  if not lim then return nil, err end
+  local ok, cerr = limiter.check_limit(limiter.limit_of(lim))
   if not ok then return nil, cerr end
   return lim
 end
@@ -60,8 +44,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
       return nil, E.UNKNOWN_LIMITER
     end
     if last - i < params then return nil, E.LIMITER_COUNT end
-    local p, err = limiter_params(kind, argv, i + 1)
-    if not p then return nil, err end
+    local at = i + 1
     i = i + 1 + params
     local o, spec = {}, LIMITER_SPEC[kind]
     while i <= last do
@@ -78,7 +61,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
       end
       if not i then return nil, oerr end
     end
-    local lim, lerr = limiter_of(kind, p, o)
+    local lim, lerr = limiter_of(kind, argv, at, o)
     if not lim then return nil, lerr end
     limiters[j] = lim
   end
