@@ -224,14 +224,24 @@ end
 
 -- A signed 64-bit integer: an optional + or -, then ASCII digits, nothing
 -- else, within the i64 range. Returns the pair, or nil.
+-- Short words (parameters, quantities, counters) repeat: their values
+-- are kept, bounded, for the library's life (false: not an integer).
+local short, shorts = {}, 0
+
 local function integer(w)
-  if not sfind(w, '^[+-]?%d+$') then return nil end
   local len = #w
   if len <= 15 then
-    local v = tonum(w)
+    local v = short[w]
+    if v == nil then
+      v = sfind(w, '^[+-]?%d+$') and tonum(w) or false
+      if shorts >= 4096 then short, shorts = {}, 0 end
+      short[w], shorts = v, shorts + 1
+    end
+    if not v then return nil end
     local s = floor(v / B)
     return s, v - s * B
   end
+  if not sfind(w, '^[+-]?%d+$') then return nil end
   local c = sbyte(w, 1)
   -- Plain digits of 16 to 19 without a leading zero (a stored TAT): split.
   if c > 48 and len <= 19 then
@@ -1599,9 +1609,9 @@ end
 limiter.window_state = window_state
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
--- nothing. Returns { verdict, write, repair }: `write` is nil or
--- { value, expire_ms, current_ms }, `repair` an expiry for a counter
--- found without TTL; or nil and the error.
+-- nothing. Returns { verdict, value, expire_ms, current_ms, repair }: the
+-- write (value nil for none; current_ms the expiry found), and `repair`
+-- an expiry for a counter found without TTL; or nil and the error.
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
   local kind = lim[1]
   if kind == 'gcra' then
@@ -1611,7 +1621,7 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     local decision, v, nts, ntn, exp = gcra.decide(lim[2], ts, tn, now_s, now_n, qs, qn)
     if not decision then return nil, v end
     if decision == 'allowed' then
-      return { v, { ptostr(nts, ntn), exp } }
+      return { v, ptostr(nts, ntn), exp }
     end
     return { v }
   elseif kind == 'fixed' then
@@ -1620,8 +1630,8 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
     local effect, v, as, an, end_ms = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return { v, { ptostr(as, an), end_ms, exp_ms } } end
-    if effect == 'expire' then return { v, nil, end_ms } end
+    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms } end
+    if effect == 'expire' then return { v, nil, nil, nil, end_ms } end
     return { v }
   end
   local approx_mode = kind == 'approx'
@@ -1631,13 +1641,13 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
   if approx_mode then
     local decision, v, v2, exp = approx.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
     if not decision then return nil, v end
-    if v2 then return { v, { v2, exp } } end
+    if v2 then return { v, v2, exp } end
     return { v }
   end
   local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
   if at_s then
     local v2, exp = sliding.record(state or nil, lim[3], lim[4], at_s, at_n, q)
-    return { v, { v2, exp } }
+    return { v, v2, exp }
   end
   return { v }
 end
@@ -1645,11 +1655,8 @@ end
 -- Writes what the call writes: the repair, and the write itself when the
 -- call goes ahead.
 function limiter.apply(d, key, goes_ahead, now_ms)
-  if d[3] then store.expire_at(key, d[3]) end
-  if goes_ahead and d[2] then
-    local w = d[2]
-    store.set(key, w[1], w[2], w[3], now_ms)
-  end
+  if d[5] then store.expire_at(key, d[5]) end
+  if goes_ahead and d[2] then store.set(key, d[2], d[3], d[4], now_ms) end
 end
 
 -- Gives back up to `quantity` on `key` and answers what the limiter's peek
@@ -1720,10 +1727,12 @@ end
 
 -- A limiter parsed from words once per library (limiter.cached): `parse`
 -- runs on a miss; a limiter the twin cannot serve is never kept.
+-- Returns the limiter and whether it came from the cache (so within the
+-- twin's range).
 local function cached_limiter(k, parse, ...)
   local key = limiter.cache_key(k)
   local lim = limiter.cached(key)
-  if lim then return lim end
+  if lim then return lim, true end
   local err
   lim, err = parse(...)
   if not lim then return nil, err end
@@ -1731,7 +1740,8 @@ local function cached_limiter(k, parse, ...)
   return lim
 end
 
-local function twin_range(lim)
+local function twin_range(lim, known)
+  if known then return true end
   return limiter.check_limit(limiter.limit_of(lim))
 end
 
@@ -1755,7 +1765,7 @@ local function throttle(write)
     if not o then return nil, oerr end
     local lim, err = gcra_of(argv)
     if not lim then return nil, err end
-    local ok, rerr = twin_range(lim)
+    local ok, rerr = twin_range(lim, err)
     if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
@@ -1826,7 +1836,7 @@ local function sliding_command(write)
     if not o then return nil, oerr end
     local lim, err = sliding_of(argv, o.APPROX)
     if not lim then return nil, err end
-    local ok, rerr = twin_range(lim)
+    local ok, rerr = twin_range(lim, err)
     if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
@@ -1859,7 +1869,7 @@ local function fixed_command(write)
     if not o then return nil, oerr end
     local lim, err = fixed_of(argv, o)
     if not lim then return nil, err end
-    local ok, rerr = twin_range(lim)
+    local ok, rerr = twin_range(lim, err)
     if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end

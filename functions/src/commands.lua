@@ -22,10 +22,12 @@ end
 
 -- A limiter parsed from words once per library (limiter.cached): `parse`
 -- runs on a miss; a limiter the twin cannot serve is never kept.
+-- Returns the limiter and whether it came from the cache (so within the
+-- twin's range).
 local function cached_limiter(k, parse, ...)
   local key = limiter.cache_key(k)
   local lim = limiter.cached(key)
-  if lim then return lim end
+  if lim then return lim, true end
   local err
   lim, err = parse(...)
   if not lim then return nil, err end
@@ -33,7 +35,8 @@ local function cached_limiter(k, parse, ...)
   return lim
 end
 
-local function twin_range(lim)
+local function twin_range(lim, known)
+  if known then return true end
   return limiter.check_limit(limiter.limit_of(lim))
 end
 
@@ -57,7 +60,7 @@ local function throttle(write)
     if not o then return nil, oerr end
     local lim, err = gcra_of(argv)
     if not lim then return nil, err end
-    local ok, rerr = twin_range(lim)
+    local ok, rerr = twin_range(lim, err)
     if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
@@ -128,7 +131,7 @@ local function sliding_command(write)
     if not o then return nil, oerr end
     local lim, err = sliding_of(argv, o.APPROX)
     if not lim then return nil, err end
-    local ok, rerr = twin_range(lim)
+    local ok, rerr = twin_range(lim, err)
     if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end
@@ -161,7 +164,7 @@ local function fixed_command(write)
     if not o then return nil, oerr end
     local lim, err = fixed_of(argv, o)
     if not lim then return nil, err end
-    local ok, rerr = twin_range(lim)
+    local ok, rerr = twin_range(lim, err)
     if not ok then return nil, rerr end
     local qs, qn = 0, 0
     if write then qs, qn = quantity_of(o) end

@@ -130,9 +130,9 @@ end
 limiter.window_state = window_state
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
--- nothing. Returns { verdict, write, repair }: `write` is nil or
--- { value, expire_ms, current_ms }, `repair` an expiry for a counter
--- found without TTL; or nil and the error.
+-- nothing. Returns { verdict, value, expire_ms, current_ms, repair }: the
+-- write (value nil for none; current_ms the expiry found), and `repair`
+-- an expiry for a counter found without TTL; or nil and the error.
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
   local kind = lim[1]
   if kind == 'gcra' then
@@ -142,7 +142,7 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     local decision, v, nts, ntn, exp = gcra.decide(lim[2], ts, tn, now_s, now_n, qs, qn)
     if not decision then return nil, v end
     if decision == 'allowed' then
-      return { v, { ptostr(nts, ntn), exp } }
+      return { v, ptostr(nts, ntn), exp }
     end
     return { v }
   elseif kind == 'fixed' then
@@ -151,8 +151,8 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
     local effect, v, as, an, end_ms = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return { v, { ptostr(as, an), end_ms, exp_ms } } end
-    if effect == 'expire' then return { v, nil, end_ms } end
+    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms } end
+    if effect == 'expire' then return { v, nil, nil, nil, end_ms } end
     return { v }
   end
   local approx_mode = kind == 'approx'
@@ -162,13 +162,13 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
   if approx_mode then
     local decision, v, v2, exp = approx.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
     if not decision then return nil, v end
-    if v2 then return { v, { v2, exp } } end
+    if v2 then return { v, v2, exp } end
     return { v }
   end
   local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
   if at_s then
     local v2, exp = sliding.record(state or nil, lim[3], lim[4], at_s, at_n, q)
-    return { v, { v2, exp } }
+    return { v, v2, exp }
   end
   return { v }
 end
@@ -176,11 +176,8 @@ end
 -- Writes what the call writes: the repair, and the write itself when the
 -- call goes ahead.
 function limiter.apply(d, key, goes_ahead, now_ms)
-  if d[3] then store.expire_at(key, d[3]) end
-  if goes_ahead and d[2] then
-    local w = d[2]
-    store.set(key, w[1], w[2], w[3], now_ms)
-  end
+  if d[5] then store.expire_at(key, d[5]) end
+  if goes_ahead and d[2] then store.set(key, d[2], d[3], d[4], now_ms) end
 end
 
 -- Gives back up to `quantity` on `key` and answers what the limiter's peek

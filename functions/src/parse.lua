@@ -3,14 +3,24 @@
 
 -- A signed 64-bit integer: an optional + or -, then ASCII digits, nothing
 -- else, within the i64 range. Returns the pair, or nil.
+-- Short words (parameters, quantities, counters) repeat: their values
+-- are kept, bounded, for the library's life (false: not an integer).
+local short, shorts = {}, 0
+
 local function integer(w)
-  if not sfind(w, '^[+-]?%d+$') then return nil end
   local len = #w
   if len <= 15 then
-    local v = tonum(w)
+    local v = short[w]
+    if v == nil then
+      v = sfind(w, '^[+-]?%d+$') and tonum(w) or false
+      if shorts >= 4096 then short, shorts = {}, 0 end
+      short[w], shorts = v, shorts + 1
+    end
+    if not v then return nil end
     local s = floor(v / B)
     return s, v - s * B
   end
+  if not sfind(w, '^[+-]?%d+$') then return nil end
   local c = sbyte(w, 1)
   -- Plain digits of 16 to 19 without a leading zero (a stored TAT): split.
   if c > 48 and len <= 19 then
