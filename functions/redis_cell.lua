@@ -65,6 +65,7 @@ end
 
 -- The pair of `k * value`, for a whole double `k >= 0` below 2^53.
 local function pmul(s, n, k)
+  if not (k < MAXS) then return nil end -- also NaN
   if k <= 8388608 then -- n * k < 2^53: exact
     local nk = n * k
     local c = floor(nk / B)
@@ -993,7 +994,13 @@ local SWA = '\0SWA'
 -- window pair, start pair, previous, current.
 function approx.open(v)
   if #v ~= 44 or ssub(v, 1, 4) ~= SWA then return nil end
-  return sunpack('>dI4dI4dd', v, 5)
+  local ws, wn, ss, sn, previous, current = sunpack('>dI4dI4dd', v, 5)
+  -- A damaged string is no counter (NaN fails every comparison).
+  if not (ws >= 0 and ws < 1e10 and wn < B and ss > -1e10 and ss < 1e10 and sn < B
+      and previous >= 0 and previous < MAXS and current >= 0 and current < MAXS) then
+    return nil
+  end
+  return ws, wn, ss, sn, previous, current
 end
 
 function approx.encode(ws, wn, ss, sn, previous, current)
@@ -1143,7 +1150,10 @@ function lease.scan(v, now_s, now_n, id)
   local fs, fn, ls, ln
   local pos, len = HEAD + 1, #v
   while pos <= len do
+    -- A damaged string is not leases: never read past its end.
+    if pos + 10 > len then return nil end
     local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+    if nxt + idlen - 1 > len or n >= B then return nil end
     if plt(now_s, now_n, s, n) then
       held = held + 1
       if id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id then holds = true end

@@ -19,7 +19,10 @@ function lease.scan(v, now_s, now_n, id)
   local fs, fn, ls, ln
   local pos, len = HEAD + 1, #v
   while pos <= len do
+    -- A damaged string is not leases: never read past its end.
+    if pos + 10 > len then return nil end
     local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+    if nxt + idlen - 1 > len or n >= B then return nil end
     if plt(now_s, now_n, s, n) then
       held = held + 1
       if id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id then holds = true end

@@ -11,7 +11,13 @@ local SWA = '\0SWA'
 -- window pair, start pair, previous, current.
 function approx.open(v)
   if #v ~= 44 or ssub(v, 1, 4) ~= SWA then return nil end
-  return sunpack('>dI4dI4dd', v, 5)
+  local ws, wn, ss, sn, previous, current = sunpack('>dI4dI4dd', v, 5)
+  -- A damaged string is no counter (NaN fails every comparison).
+  if not (ws >= 0 and ws < 1e10 and wn < B and ss > -1e10 and ss < 1e10 and sn < B
+      and previous >= 0 and previous < MAXS and current >= 0 and current < MAXS) then
+    return nil
+  end
+  return ws, wn, ss, sn, previous, current
 end
 
 function approx.encode(ws, wn, ss, sn, previous, current)

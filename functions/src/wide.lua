@@ -39,6 +39,7 @@ end
 
 -- The pair of `k * value`, for a whole double `k >= 0` below 2^53.
 local function pmul(s, n, k)
+  if not (k < MAXS) then return nil end -- also NaN
   if k <= 8388608 then -- n * k < 2^53: exact
     local nk = n * k
     local c = floor(nk / B)
