@@ -1582,7 +1582,10 @@ function limiter.fixed(limit_w, window_w, tz_w, align)
     if tz_w then
       offset = calendar.parse_offset(tz_w)
       if not offset then
-        if sfind(tz_w, '%a') then return nil, E.NAMED_ZONE end
+        -- An IANA name (Area/Location, or UTC) is the module's alone.
+        if (sfind(tz_w, '/', 1, true) and sfind(tz_w, '%a')) or tz_w == 'UTC' then
+          return nil, E.NAMED_ZONE
+        end
         return nil, E.BAD_TZ
       end
     end
