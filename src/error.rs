@@ -75,6 +75,8 @@ pub const PAYLOAD_WITHOUT_WINDOW: CmdError = CmdError::Reply(
 pub const BAD_NUMKEYS: CmdError = CmdError::Reply(
     "ERR invalid numkeys: must be a positive integer, with a key and a limiter for each",
 );
+pub const TOO_MANY_KEYS: CmdError =
+    CmdError::Reply("ERR invalid numkeys: at most 100 limiters in one call");
 pub const LIMITER_COUNT: CmdError =
     CmdError::Reply("ERR CL.THROTTLEALL needs exactly numkeys limiters, one for each key");
 pub const UNKNOWN_LIMITER: CmdError =

@@ -132,10 +132,23 @@ pub fn window(word: &[u8]) -> Result<i64, CmdError> {
 }
 
 impl Limiter {
+    /// The error every limiter answers, before reading or writing anything,
+    /// for a call at `now` whose arithmetic would pass the end of 64-bit
+    /// nanoseconds (2262; see `cell_core::within_64_bits`).
+    pub fn check(&self, now: i64) -> Result<(), CmdError> {
+        Ok(match self {
+            Limiter::Gcra(g) => g.check(now),
+            Limiter::Exact(sw) => sw.check(now),
+            Limiter::Approx(a) => a.check(now),
+            Limiter::Fixed(fw) => fw.check(now),
+        }?)
+    }
+
     /// Decides a request of `quantity` at `now` on `key`, reading its state
     /// (WRONGTYPE or an `ERR` for state of another kind) and writing
     /// nothing.
     pub fn decide(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Decided, CmdError> {
+        self.check(now)?;
         let nothing = |verdict| Decided {
             verdict,
             write: Write::None,
@@ -199,25 +212,21 @@ impl Limiter {
                 let found = counter(key)?;
                 let outcome = fw.decide(found, now, quantity);
                 let current = found.and_then(|c| c.expire_at_ms);
-                Ok(match outcome.effect {
-                    Effect::None => nothing(outcome.verdict),
+                let write = match outcome.effect {
+                    Effect::None => Write::None,
                     Effect::Store {
                         count,
                         expire_at_ms,
-                    } => Decided {
-                        verdict: outcome.verdict,
-                        write: Write::Count {
-                            count,
-                            expire_at_ms,
-                            current,
-                        },
-                        repair: None,
+                    } => Write::Count {
+                        count,
+                        expire_at_ms,
+                        current,
                     },
-                    Effect::Expire { expire_at_ms } => Decided {
-                        verdict: outcome.verdict,
-                        write: Write::None,
-                        repair: Some(expire_at_ms),
-                    },
+                };
+                Ok(Decided {
+                    verdict: outcome.verdict,
+                    write,
+                    repair: outcome.repair,
                 })
             }
         }
@@ -229,6 +238,7 @@ impl Limiter {
     /// and answers what the limiter's peek answers afterwards. A refund that
     /// empties the limiter deletes the key; an absent key stays absent.
     pub fn refund(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Verdict, CmdError> {
+        self.check(now)?;
         match self {
             Limiter::Gcra(g) => {
                 if let Some(tat) = key.integer(error::INVALID_TAT)? {
@@ -312,16 +322,16 @@ fn window_written(
 }
 
 impl Decided {
-    /// Writes what the call writes: the repair, and the write itself when
-    /// the call goes ahead.
+    /// Writes what the call writes: the write itself when the call goes
+    /// ahead (which sets the expiry a repair would), otherwise the repair.
     pub fn apply(&self, key: &mut Key, goes_ahead: bool) -> Result<(), CmdError> {
-        if let Some(expire_at_ms) = self.repair {
-            key.expire_at(expire_at_ms)?;
+        if goes_ahead && self.write != Write::None {
+            return apply(key, self.write);
         }
-        if goes_ahead {
-            apply(key, self.write)?;
+        match self.repair {
+            Some(expire_at_ms) => key.expire_at(expire_at_ms),
+            None => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -362,6 +372,7 @@ pub fn record(
     quantity: i64,
     approx: bool,
 ) -> Result<(), CmdError> {
+    within_64_bits(window, at, approx)?;
     let bad = |_| error::BAD_RECORD;
     let expire = match window_state(key, approx)? {
         Some(state) => {
@@ -407,6 +418,7 @@ pub fn unrecord(
     quantity: i64,
     approx: bool,
 ) -> Result<bool, CmdError> {
+    within_64_bits(window, at, approx)?;
     let Some(state) = window_state(key, approx)? else {
         return Ok(false);
     };
@@ -423,6 +435,17 @@ pub fn unrecord(
         expire => window_written(key, c"sw.refund", expire)?,
     }
     Ok(true)
+}
+
+/// The end-of-2262 rule for a window effect at `at`, as for the call that
+/// made it.
+fn within_64_bits(window: i64, at: i64, approx: bool) -> Result<(), CmdError> {
+    let checked = if approx {
+        sliding_approx::check(window, at)
+    } else {
+        sliding::check(window, at)
+    };
+    Ok(checked?)
 }
 
 /// `SW.RECORD` or `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`,

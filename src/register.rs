@@ -1,28 +1,61 @@
-//! Registration with the server: commands, their documentation and ACL
-//! category where the server supports them, the INFO section, and the load
-//! log line. Optional server features are detected here, once.
+//! Registration with the server: commands, their documentation, key specs
+//! and ACL categories where the server supports them, the INFO section, and
+//! the load log line. Optional server features are detected here, once.
 
-use crate::commands::{self, Arg, ArgKind, Command, Docs, Keys};
+use crate::commands::{self, Arg, ArgKind, Command, Docs, KeyUse, Keys};
 use crate::MODULE_VERSION_TEXT;
 use redis_module::{raw, Context, Status};
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
 
-/// The ACL category every module command joins where supported.
+/// The ACL category every public command joins where supported.
 const ACL_CATEGORY: &str = "ratelimit";
+/// The ACL category of the effects the module writes for replicas and the
+/// AOF, so that granting `@ratelimit` never grants writing raw state.
+const EFFECT_CATEGORY: &str = "ratelimit-internal";
 
 /// Registers everything; fails the load only if a command cannot be created.
 pub fn register_all(ctx: &Context) -> Status {
-    let category = add_acl_category(ctx);
+    let categories = add_acl_category(ctx, ACL_CATEGORY) && add_acl_category(ctx, EFFECT_CATEGORY);
     let mut docs = true;
+    // Whether the server accepts the `internal` command flag (Redis 8+):
+    // unknown until the first effect is registered.
+    let mut internal: Option<bool> = None;
     for command in commands::ALL {
-        if create(ctx, command).is_err() {
+        let created = if command.effect && internal != Some(false) {
+            match create(ctx, command, " internal") {
+                Ok(()) => {
+                    internal = Some(true);
+                    true
+                }
+                // A server that does not know the flag refuses the command
+                // before registering anything (Redis 6.2 to 7.4, Valkey):
+                // the effects are created without it. Once one effect is
+                // internal, all must be.
+                Err(()) if internal.is_none() => {
+                    internal = Some(false);
+                    create(ctx, command, "").is_ok()
+                }
+                Err(()) => false,
+            }
+        } else {
+            create(ctx, command, "").is_ok()
+        };
+        if !created {
             ctx.log_warning(&format!("could not register {}", command.name));
             return Status::Err;
         }
         docs &= set_docs(ctx, command).is_ok();
-        if category {
-            set_acl_category(ctx, command);
+        if categories {
+            set_acl_category(
+                ctx,
+                command,
+                if command.effect {
+                    EFFECT_CATEGORY
+                } else {
+                    ACL_CATEGORY
+                },
+            );
         }
     }
     if let Some(register_info) = api!(RedisModule_RegisterInfoFunc) {
@@ -30,10 +63,11 @@ pub fn register_all(ctx: &Context) -> Status {
         unsafe { register_info(ctx.ctx, Some(info)) };
     }
     ctx.log_notice(&format!(
-        "redis-cell {MODULE_VERSION_TEXT} loaded on server {}; command docs: {}; ACL category @{ACL_CATEGORY}: {}; absolute expiry: {}",
+        "redis-cell {MODULE_VERSION_TEXT} loaded on server {}; command docs and key specs: {}; ACL categories @{ACL_CATEGORY} and @{EFFECT_CATEGORY}: {}; internal commands: {}; absolute expiry: {}",
         server_version(),
         yes_no(docs),
-        yes_no(category),
+        yes_no(categories),
+        yes_no(internal == Some(true)),
         yes_no(api!(RedisModule_SetAbsExpire).is_some()),
     ));
     Status::Ok
@@ -58,9 +92,11 @@ fn server_version() -> String {
     }
 }
 
-fn create(ctx: &Context, command: &Command) -> Result<(), ()> {
+/// Creates the command with its flags and `extra_flags` (empty, or a space
+/// and more flags).
+fn create(ctx: &Context, command: &Command, extra_flags: &str) -> Result<(), ()> {
     let name = CString::new(command.name).map_err(|_| ())?;
-    let flags = CString::new(command.flags).map_err(|_| ())?;
+    let flags = CString::new(format!("{}{extra_flags}", command.flags)).map_err(|_| ())?;
     let create = api!(RedisModule_CreateCommand).ok_or(())?;
     // Counted keys come from the key spec, or the getkeys API.
     let (first, last, step) = match command.keys {
@@ -97,40 +133,19 @@ fn command_handle(ctx: &Context, name: &str) -> Option<*mut raw::RedisModuleComm
 }
 
 /// Adds `COMMAND DOCS` information (summary, complexity, since, arity,
-/// arguments) and, for counted keys, the key spec (`numkeys` at argument
-/// 1, keys from argument 2). A single key's spec is left as Redis derives
-/// it from the key positions 1,1,1.
+/// arguments) and the key spec: where the keys are and what the command
+/// does with them, which ACL checks against key permissions.
 fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
     let set_info = api!(RedisModule_SetCommandInfo).ok_or(())?;
     let handle = command_handle(ctx, command.name).ok_or(())?;
     let docs: &Docs = command.docs;
-    let c = |s: &str| CString::new(s).map_err(|_| ());
-    let summary = c(docs.summary)?;
-    let complexity = c(docs.complexity)?;
-    let since = c(MODULE_VERSION_TEXT)?;
-    let names: Vec<CString> = docs
-        .args
-        .iter()
-        .map(|a| c(a.name))
-        .collect::<Result<_, _>>()?;
-    let tokens: Vec<Option<CString>> = docs
-        .args
-        .iter()
-        .map(|a| a.token.map(c).transpose())
-        .collect::<Result<_, _>>()?;
-    // SAFETY: an all-zero RedisModuleCommandArg is the documented array
-    // terminator (null pointers, zero type and flags).
-    let mut args: Vec<raw::RedisModuleCommandArg> =
-        vec![unsafe { std::mem::zeroed() }; docs.args.len() + 1];
-    for (((slot, arg), name), token) in args.iter_mut().zip(docs.args).zip(&names).zip(&tokens) {
-        fill_arg(slot, arg, name, token.as_ref());
-    }
-    let mut key_specs = match command.keys {
-        Keys::First => Vec::new(),
-        // SAFETY: all-zero key specs are plain data; the second one is the
-        // array terminator.
-        Keys::Counted => vec![counted_key_spec(), unsafe { std::mem::zeroed() }],
-    };
+    let mut arena = ArgArena::default();
+    let summary = arena.text(docs.summary)?;
+    let complexity = arena.text(docs.complexity)?;
+    let since = arena.text(MODULE_VERSION_TEXT)?;
+    let args = arena.args(docs.args)?;
+    // SAFETY: an all-zero key spec is plain data and the array terminator.
+    let mut key_specs = vec![key_spec(command), unsafe { std::mem::zeroed() }];
     let version = raw::RedisModuleCommandInfoVersion {
         version: 1,
         sizeof_historyentry: std::mem::size_of::<raw::RedisModuleCommandHistoryEntry>(),
@@ -139,21 +154,18 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
     };
     let info = raw::RedisModuleCommandInfo {
         version: &version,
-        summary: summary.as_ptr(),
-        complexity: complexity.as_ptr(),
-        since: since.as_ptr(),
+        summary,
+        complexity,
+        since,
         history: std::ptr::null_mut(),
         tips: std::ptr::null(),
         arity: docs.arity,
-        key_specs: if key_specs.is_empty() {
-            std::ptr::null_mut()
-        } else {
-            key_specs.as_mut_ptr()
-        },
-        args: args.as_mut_ptr(),
+        key_specs: key_specs.as_mut_ptr(),
+        args,
     };
-    // SAFETY: every pointer in `info` is valid until this call returns and
-    // Redis copies what it keeps.
+    // SAFETY: every pointer in `info` points into `arena`, `key_specs` or
+    // `version`, all alive until this call returns; Redis copies what it
+    // keeps.
     let status = unsafe { set_info(handle, &info) };
     if status == raw::Status::Ok as c_int {
         Ok(())
@@ -162,80 +174,140 @@ fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
     }
 }
 
-/// `numkeys key [key ...]`: the number of keys at argument 1, the keys
-/// from argument 2 on, each read and updated.
-fn counted_key_spec() -> raw::RedisModuleCommandKeySpec {
+/// The command's one key spec: a key at argument 1, or `numkeys key [key
+/// ...]` (the number at argument 1, the keys after it), with the flags of
+/// what the command does with them.
+fn key_spec(command: &Command) -> raw::RedisModuleCommandKeySpec {
     // SAFETY: an all-zero key spec is plain data, filled in below.
     let mut spec: raw::RedisModuleCommandKeySpec = unsafe { std::mem::zeroed() };
-    spec.flags = u64::from(
-        raw::REDISMODULE_CMD_KEY_RW
-            | raw::REDISMODULE_CMD_KEY_ACCESS
-            | raw::REDISMODULE_CMD_KEY_UPDATE,
-    );
+    spec.flags = u64::from(key_flags(command.key_use));
     spec.begin_search_type = raw::RedisModuleKeySpecBeginSearchType_REDISMODULE_KSPEC_BS_INDEX;
     spec.bs.index.pos = 1;
-    spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
-    spec.fk.keynum.keynumidx = 0;
-    spec.fk.keynum.firstkey = 1;
-    spec.fk.keynum.keystep = 1;
+    match command.keys {
+        Keys::First => {
+            spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_RANGE;
+            spec.fk.range.lastkey = 0;
+            spec.fk.range.keystep = 1;
+            spec.fk.range.limit = 0;
+        }
+        Keys::Counted => {
+            spec.find_keys_type = raw::RedisModuleKeySpecFindKeysType_REDISMODULE_KSPEC_FK_KEYNUM;
+            spec.fk.keynum.keynumidx = 0;
+            spec.fk.keynum.firstkey = 1;
+            spec.fk.keynum.keystep = 1;
+        }
+    }
     spec
 }
 
-fn fill_arg(
-    slot: &mut raw::RedisModuleCommandArg,
-    arg: &Arg,
-    name: &CString,
-    token: Option<&CString>,
-) {
-    slot.name = name.as_ptr();
-    slot.type_ = match arg.kind {
-        ArgKind::Key => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY,
-        ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
-        ArgKind::Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
-        ArgKind::Token => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
-        ArgKind::String => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING,
-    };
-    slot.key_spec_index = if matches!(arg.kind, ArgKind::Key) {
-        0
-    } else {
-        -1
-    };
-    if matches!(arg.kind, ArgKind::Token) {
-        slot.token = name.as_ptr();
-    }
-    if let Some(token) = token {
-        slot.token = token.as_ptr();
-    }
-    if arg.optional {
-        slot.flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
-    }
-    if arg.multiple {
-        slot.flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
+/// Key spec flags: one of RO/RW/OW, then whether the value is read into
+/// the reply (ACCESS, read permission) and how it changes (UPDATE or
+/// DELETE, write permission).
+fn key_flags(key_use: KeyUse) -> u32 {
+    match key_use {
+        KeyUse::Read => raw::REDISMODULE_CMD_KEY_RO | raw::REDISMODULE_CMD_KEY_ACCESS,
+        KeyUse::ReadUpdate => {
+            raw::REDISMODULE_CMD_KEY_RW
+                | raw::REDISMODULE_CMD_KEY_ACCESS
+                | raw::REDISMODULE_CMD_KEY_UPDATE
+        }
+        KeyUse::ReadDelete => {
+            raw::REDISMODULE_CMD_KEY_RW
+                | raw::REDISMODULE_CMD_KEY_ACCESS
+                | raw::REDISMODULE_CMD_KEY_DELETE
+        }
+        KeyUse::Update => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_UPDATE,
+        KeyUse::Delete => raw::REDISMODULE_CMD_KEY_RW | raw::REDISMODULE_CMD_KEY_DELETE,
+        KeyUse::Overwrite => raw::REDISMODULE_CMD_KEY_OW | raw::REDISMODULE_CMD_KEY_UPDATE,
     }
 }
 
-fn add_acl_category(ctx: &Context) -> bool {
+/// Owns the C strings and argument arrays of one command's info until
+/// Redis has copied them. Moving a `CString` or a `Vec` does not move the
+/// heap memory the pointers handed out point to.
+#[derive(Default)]
+struct ArgArena {
+    strings: Vec<CString>,
+    arrays: Vec<Vec<raw::RedisModuleCommandArg>>,
+}
+
+impl ArgArena {
+    fn text(&mut self, s: &str) -> Result<*const c_char, ()> {
+        let text = CString::new(s).map_err(|_| ())?;
+        let ptr = text.as_ptr();
+        self.strings.push(text);
+        Ok(ptr)
+    }
+
+    /// The arguments as a terminated array, their sub-arguments included.
+    fn args(&mut self, args: &[Arg]) -> Result<*mut raw::RedisModuleCommandArg, ()> {
+        let mut array = Vec::with_capacity(args.len() + 1);
+        for arg in args {
+            // SAFETY: an all-zero argument is plain data (null pointers,
+            // zero type and flags), filled in below.
+            let mut slot: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
+            slot.name = self.text(arg.name)?;
+            slot.key_spec_index = -1;
+            slot.type_ = match arg.kind {
+                ArgKind::Key => {
+                    slot.key_spec_index = 0;
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
+                }
+                ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::Duration | ArgKind::String => {
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
+                }
+                ArgKind::Token => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_PURE_TOKEN,
+                ArgKind::OneOf(sub) => {
+                    slot.subargs = self.args(sub)?;
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_ONEOF
+                }
+                ArgKind::Block(sub) => {
+                    slot.subargs = self.args(sub)?;
+                    raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK
+                }
+            };
+            if let Some(token) = arg.token {
+                slot.token = self.text(token)?;
+            }
+            if arg.optional {
+                slot.flags |= raw::REDISMODULE_CMD_ARG_OPTIONAL as c_int;
+            }
+            if arg.multiple {
+                slot.flags |= raw::REDISMODULE_CMD_ARG_MULTIPLE as c_int;
+            }
+            array.push(slot);
+        }
+        // SAFETY: the all-zero argument is the documented terminator.
+        array.push(unsafe { std::mem::zeroed() });
+        let ptr = array.as_mut_ptr();
+        self.arrays.push(array);
+        Ok(ptr)
+    }
+}
+
+fn add_acl_category(ctx: &Context, category: &str) -> bool {
     let (Some(add), Some(_)) = (
         api!(RedisModule_AddACLCategory),
         api!(RedisModule_SetCommandACLCategories),
     ) else {
         return false;
     };
-    let Ok(name) = CString::new(ACL_CATEGORY) else {
+    let Ok(name) = CString::new(category) else {
         return false;
     };
     // SAFETY: called during OnLoad with a NUL-terminated name.
     unsafe { add(ctx.ctx, name.as_ptr()) == raw::Status::Ok as c_int }
 }
 
-fn set_acl_category(ctx: &Context, command: &Command) {
+fn set_acl_category(ctx: &Context, command: &Command, category: &str) {
     let (Some(set), Some(handle)) = (
         api!(RedisModule_SetCommandACLCategories),
         command_handle(ctx, command.name),
     ) else {
         return;
     };
-    if let Ok(categories) = CString::new(ACL_CATEGORY) {
+    if let Ok(categories) = CString::new(category) {
         // SAFETY: a registered command and a NUL-terminated list.
         unsafe { set(handle, categories.as_ptr()) };
     }

@@ -336,7 +336,8 @@ impl Key {
     /// type `ty`, expiring at `expire_at_ms`, and fires `event`; without an
     /// expiry (an empty value) the key is deleted instead, replicated as
     /// `DEL`. What `SW.LOAD` and `CC.LOAD` do. Returns whether the key was
-    /// kept.
+    /// kept. Every check (the key's type, an expiry the server takes) comes
+    /// before the first write: on error the key is as it was.
     pub fn load<T>(
         &mut self,
         ty: &RedisType,
@@ -344,6 +345,10 @@ impl Key {
         expire_at_ms: Option<i64>,
         event: &'static CStr,
     ) -> Result<bool, CmdError> {
+        // The server takes no negative expiry, and reads -1 as "none".
+        if expire_at_ms.is_some_and(|ms| ms < 0) {
+            return Err(error::INTERNAL);
+        }
         let existing = self.value::<T>(ty)?;
         let Some(expire_at_ms) = expire_at_ms else {
             self.delete(true)?;

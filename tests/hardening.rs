@@ -545,3 +545,80 @@ fn sw_load_sets_the_expiry_of_what_it_loads() {
     );
     assert_eq!(cmd(c, "EXISTS old").unwrap(), Value::Int(0));
 }
+
+/// An APPROX state the commands cannot produce (a negative window index,
+/// or one whose expiry is past 2262) is refused by `SW.LOAD` and `RESTORE`
+/// alike, before anything is written: an existing key keeps its state and
+/// expiry, an absent one stays absent, and the replica holds what the
+/// master holds.
+#[test]
+fn approx_states_the_commands_cannot_produce_are_refused_and_write_nothing() {
+    let master = Server::with(Options {
+        config: vec![("rdbcompression".into(), "no".into())],
+        ..Options::default()
+    });
+    let replica = replica_of(&master, vec![("rdbcompression".into(), "no".into())]);
+    let m = &mut master.conn();
+    five(m, "SW.ALLOW existing 5 60 2 APPROX");
+    let d = Dump::of(m, "existing");
+    let approx = |window: i64, index: i64| {
+        let mut state = vec![b'A'];
+        for v in [window, index, 3, 1] {
+            state.extend_from_slice(&v.to_le_bytes());
+        }
+        state
+    };
+    let ms = 1_000_000;
+    let crafted = [
+        ("expiry at -1 ms", approx(ms, -3)),
+        ("expiry at 0", approx(ms, -2)),
+        ("index -1", approx(60 * SEC, -1)),
+        ("index -1e9", approx(60 * SEC, -1_000_000_000)),
+        ("index i64::MIN", approx(60 * SEC, i64::MIN)),
+        (
+            "expiry past 2262",
+            approx(60 * SEC, i64::MAX / (60 * SEC) - 1),
+        ),
+    ];
+    let keys: Vec<String> = ["existing", "fresh"].map(String::from).to_vec();
+    let before = snapshot(m, &keys);
+    for (what, state) in &crafted {
+        for key in ["existing", "fresh"] {
+            let e = redis::cmd("SW.LOAD")
+                .arg(key)
+                .arg(state)
+                .query::<()>(m)
+                .map_err(error_text)
+                .expect_err(what);
+            assert_eq!(
+                e, "ERR invalid SW.LOAD payload: not a serialized sliding window",
+                "{what}"
+            );
+            let mut body = vec![0x05];
+            body.extend_from_slice(&rdb_len(state.len() as u64));
+            body.extend_from_slice(state);
+            body.push(0x00);
+            let e = redis::cmd("RESTORE")
+                .arg(key)
+                .arg(0)
+                .arg(d.payload(&body))
+                .arg("REPLACE")
+                .query::<()>(m)
+                .map_err(error_text)
+                .expect_err(what);
+            assert!(e.contains("Bad data format"), "{what}: {e}");
+        }
+        assert_eq!(snapshot(m, &keys), before, "{what}");
+    }
+    // The last index whose state expires within 64 bits loads.
+    let last = approx(60 * SEC, i64::MAX / (60 * SEC) - 2);
+    redis::cmd("SW.LOAD")
+        .arg("edge")
+        .arg(&last)
+        .query::<()>(m)
+        .unwrap();
+    assert!(pttl(m, "edge") > 0);
+    assert_eq!(cmd(m, "WAIT 1 5000").unwrap(), Value::Int(1));
+    let keys: Vec<String> = ["existing", "fresh", "edge"].map(String::from).to_vec();
+    assert_eq!(snapshot(&mut replica.conn(), &keys), snapshot(m, &keys));
+}

@@ -412,3 +412,99 @@ fn every_peek_at_the_limit_answers_as_quantity_zero() {
         assert_eq!(five(c, line), [1, 1, 0, 10, 10], "{line}");
     }
 }
+
+#[test]
+fn renewing_to_a_shorter_lease_answers_the_shorter_reset() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 60 ID a").0,
+        [0, 5, 4, -1, 60]
+    );
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 10 ID a").0,
+        [0, 5, 4, -1, 10]
+    );
+    assert_eq!(pttl(c, "short"), 10_000);
+    assert_eq!(five(c, "CC.PEEK short 5"), [0, 5, 4, -1, 10]);
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 2.5 ID a MS").0,
+        [0, 5, 4, -1, 2_500]
+    );
+    assert_eq!(pttl(c, "short"), 2_500);
+    // Another lease that lasts longer still sets the reset.
+    acquire(c, "CC.ACQUIRE short 5 30 ID b");
+    assert_eq!(
+        acquire(c, "CC.ACQUIRE short 5 10 ID a").0,
+        [0, 5, 3, -1, 30]
+    );
+    assert_eq!(five(c, "CC.PEEK short 5"), [0, 5, 3, -1, 30]);
+}
+
+/// Runs `line` on a fresh connection while another connection watches
+/// `key` in a transaction: whether the transaction was aborted.
+fn aborts_watch(s: &Server, key: &str, line: &str) -> bool {
+    let w = &mut s.conn();
+    cmd(w, &format!("WATCH {key}")).unwrap();
+    let _ = cmd(&mut s.conn(), line);
+    cmd(w, "MULTI").unwrap();
+    cmd(w, "PING").unwrap();
+    cmd(w, "EXEC").unwrap() == Value::Nil
+}
+
+/// `CC.DROP`, `CC.RELEASE` and `CC.RENEW` of an id that holds no lease (never
+/// held, or expired) on an existing key change nothing: no write, no
+/// `WATCH` abort, no keyspace event, nothing propagated.
+#[test]
+fn releasing_what_is_not_held_changes_nothing() {
+    let master = Server::start();
+    let replica = replica_of(&master, vec![]);
+    let m = &mut master.conn();
+    acquire(m, "CC.ACQUIRE k 5 60 ID a");
+    s_acquire_expired(&master, m);
+    cmd(m, "WAIT 1 5000").unwrap();
+    let keys = vec!["k".to_string()];
+    let before = snapshot(m, &keys);
+    let now = T0 + 10 * SEC;
+    let calls = [
+        format!("CC.DROP k nobody {now}"),
+        format!("CC.DROP k gone {now}"),
+        "CC.RELEASE k nobody".to_string(),
+        "CC.RELEASE k gone".to_string(),
+        "CC.RENEW k nobody 30".to_string(),
+        "CC.RENEW k gone 30".to_string(),
+        format!("CC.DROP missing a {now}"),
+    ];
+    for line in &calls {
+        let key = line.split_whitespace().nth(1).unwrap();
+        assert!(!aborts_watch(&master, key, line), "WATCH aborted by {line}");
+    }
+    let events = keyspace_events(&master, |c| {
+        for line in &calls {
+            cmd(c, line).unwrap();
+        }
+    });
+    assert!(events.is_empty(), "events {events:?}");
+    assert_eq!(snapshot(m, &keys), before);
+    cmd(m, "WAIT 1 5000").unwrap();
+    let r = &mut replica.conn();
+    assert_eq!(snapshot(r, &keys), before);
+    let info: String = redis::cmd("INFO").arg("commandstats").query(r).unwrap();
+    assert!(
+        !info.contains("cmdstat_cc.drop"),
+        "something propagated: {info}"
+    );
+    // A real release still writes, signals and propagates.
+    assert!(aborts_watch(&master, "k", "CC.RELEASE k a"));
+    cmd(m, "WAIT 1 5000").unwrap();
+    assert_eq!(snapshot(r, &keys), snapshot(m, &keys));
+}
+
+/// Leaves `gone` stored in `k` but expired at `T0 + 10 s` (the clock is
+/// left there).
+fn s_acquire_expired(s: &Server, c: &mut redis::Connection) {
+    acquire(c, "CC.ACQUIRE k 5 5 ID gone");
+    s.set_time(T0 + 10 * SEC);
+    // Let a server that caches its clock (Valkey 9) catch up.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+}

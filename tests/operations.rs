@@ -82,11 +82,6 @@ const EFFECTS: &[&str] = &[
 /// The string after `field` in a COMMAND DOCS reply (a map in RESP3, a
 /// flat list of names and values in RESP2).
 fn doc_field(v: &Value, field: &str) -> Option<String> {
-    let text = |v: &Value| match v {
-        Value::BulkString(b) => Some(String::from_utf8_lossy(b).to_string()),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    };
     match v {
         Value::Array(items) => items
             .windows(2)
@@ -107,6 +102,99 @@ fn doc_field(v: &Value, field: &str) -> Option<String> {
     }
 }
 
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).to_string()),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// The value of `key` in one level of a reply: a map in RESP3, a flat
+/// list of names and values in RESP2.
+fn entry<'a>(v: &'a Value, key: &str) -> Option<&'a Value> {
+    match v {
+        Value::Array(items) => items.chunks(2).find_map(|pair| match pair {
+            [k, v] if text(k).as_deref() == Some(key) => Some(v),
+            _ => None,
+        }),
+        Value::Map(pairs) => pairs
+            .iter()
+            .find_map(|(k, v)| (text(k).as_deref() == Some(key)).then_some(v)),
+        _ => None,
+    }
+}
+
+fn items(v: Option<&Value>) -> Vec<Value> {
+    match v {
+        Some(Value::Array(items)) | Some(Value::Set(items)) => items.clone(),
+        _ => Vec::new(),
+    }
+}
+
+/// One argument of COMMAND DOCS written as redis.io writes syntax:
+/// `[optional]`, `<one | of>`, blocks in sequence, `TOKEN value`, and
+/// `x [x ...]` for repeated ones.
+fn syntax(arg: &Value) -> String {
+    let field = |k: &str| entry(arg, k).and_then(text).unwrap_or_default();
+    let flags: Vec<String> = items(entry(arg, "flags")).iter().filter_map(text).collect();
+    let optional = flags.iter().any(|f| f == "optional");
+    let token = entry(arg, "token").and_then(text);
+    let subargs: Vec<String> = items(entry(arg, "arguments")).iter().map(syntax).collect();
+    let (core, oneof) = match field("type").as_str() {
+        "pure-token" => (token.unwrap_or_default(), false),
+        "oneof" => (subargs.join(" | "), true),
+        "block" => (
+            token
+                .into_iter()
+                .chain(subargs)
+                .collect::<Vec<_>>()
+                .join(" "),
+            false,
+        ),
+        _ => {
+            // Redis 7.0 has no display_text: the name is shown.
+            let name = entry(arg, "display_text")
+                .or_else(|| entry(arg, "name"))
+                .and_then(text)
+                .unwrap_or_default();
+            (token.map_or(name.clone(), |t| format!("{t} {name}")), false)
+        }
+    };
+    let mut shown = if oneof && !optional {
+        format!("<{core}>")
+    } else {
+        core
+    };
+    if flags.iter().any(|f| f == "multiple") {
+        shown = format!("{shown} [{shown} ...]");
+    }
+    if optional {
+        shown = format!("[{shown}]");
+    }
+    shown
+}
+
+/// The flags of a command's key specs in COMMAND INFO, e.g. `RO ACCESS`.
+fn key_spec_flags(info: &Value) -> Vec<String> {
+    let Value::Array(info) = info else {
+        panic!("COMMAND INFO: {info:?}")
+    };
+    let Some(Value::Array(command)) = info.first() else {
+        panic!("COMMAND INFO: {info:?}")
+    };
+    items(command.get(8))
+        .iter()
+        .map(|spec| {
+            items(entry(spec, "flags"))
+                .iter()
+                .filter_map(text)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
 #[test]
 fn command_docs_for_every_command() {
     let s = Server::start();
@@ -123,6 +211,7 @@ fn command_docs_for_every_command() {
         listed.sort();
         assert_eq!(registered, listed);
     }
+    let mut missing = Vec::new();
     for name in names {
         let page = format!("{}/docs/commands/{name}.md", env!("CARGO_MANIFEST_DIR"));
         assert!(std::path::Path::new(&page).is_file(), "no page {page}");
@@ -146,51 +235,309 @@ fn command_docs_for_every_command() {
                 "{name}.md does not say its {field}: {text}"
             );
         }
+        // Its syntax line is COMMAND DOCS's arguments, written out.
+        let Value::Array(pair) = &reply else {
+            panic!("{name}: {reply:?}")
+        };
+        let args = items(pair.get(1).and_then(|d| entry(d, "arguments")));
+        let line = std::iter::once(name.to_uppercase())
+            .chain(args.iter().map(syntax))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if !page.lines().any(|l| l == line) {
+            missing.push(format!("{name}.md has no syntax line\n{line}"));
+        }
+        // And its key spec.
+        let specs = key_spec_flags(&cmd(c, &format!("COMMAND INFO {name}")).unwrap());
+        assert_eq!(specs.len(), 1, "{name}: {specs:?}");
+        let said = format!("Key spec: `{}`", specs[0]);
+        if !page.contains(&said) {
+            missing.push(format!("{name}.md does not say {said}"));
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
+
+/// Whether the server lets modules add ACL categories (Redis 7.4, every
+/// Valkey since 8).
+fn has_module_acl_categories() -> bool {
+    let v = server_version();
+    (v.valkey && v.major >= 8) || v.has_redis(7, 4)
+}
+
+/// The README's ACL recipe for an application's user, for this server.
+fn acl_recipe() -> String {
+    if has_module_acl_categories() {
+        "ACL SETUSER app on >secret ~rl:* resetchannels -@all +@ratelimit".to_string()
+    } else {
+        format!(
+            "ACL SETUSER app on >secret ~rl:* resetchannels -@all {}",
+            COMMANDS
+                .iter()
+                .map(|c| format!("+{c}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        )
     }
 }
 
+/// One call of every public command, on keys under `rl:`.
+const CALLS: &[&str] = &[
+    "CL.THROTTLE rl:cl 5 1 60",
+    "CL.PEEK rl:cl 5 1 60",
+    "CL.THROTTLEALL 2 rl:a rl:b SW 5 60 FW 5 60",
+    "CL.RESERVE rl:res 5 1 60 MAXWAIT 10",
+    "CL.REFUND rl:cl 5 1 60 1",
+    "SW.ALLOW rl:sw 5 60",
+    "SW.PEEK rl:sw 5 60",
+    "SW.REFUND rl:sw 5 60 1",
+    "FW.INCR rl:fw 5 60",
+    "FW.PEEK rl:fw 5 60",
+    "FW.REFUND rl:fw 5 60 1",
+    "CC.ACQUIRE rl:cc 3 30 ID a",
+    "CC.RENEW rl:cc a 30",
+    "CC.PEEK rl:cc 3",
+    "CC.RELEASE rl:cc a",
+];
+
+/// One well-formed call of every replication-only command.
+const EFFECT_CALLS: &[&str] = &[
+    "SW.RECORD rl:e1 1000000000 1700000000000000000 1",
+    "SW.UNRECORD rl:e1 1000000000 1700000000000000000 1",
+    "SW.LOAD rl:e1 payload",
+    "CC.HOLD rl:e2 a 1700000030000000000 1700000000000000000",
+    "CC.DROP rl:e2 a 1700000000000000000",
+    "CC.LOAD rl:e2 payload",
+];
+
+/// A connection authenticated as the user the README's recipe creates.
+fn app_user(s: &Server) -> redis::Connection {
+    cmd(&mut s.conn(), &acl_recipe()).unwrap();
+    let mut c = s.user_conn();
+    cmd(&mut c, "AUTH app secret").unwrap();
+    c
+}
+
 #[test]
-fn an_acl_user_limited_to_the_module_on_its_keys() {
+fn the_readme_acl_recipe_grants_every_public_command_and_no_effect() {
+    let readme =
+        std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let recipe = acl_recipe();
+    assert!(readme.contains(&recipe), "README lacks {recipe}");
     let s = Server::start();
-    let admin = &mut s.conn();
-    cmd(
-        admin,
-        "ACL SETUSER limiter on >secret ~rl:* resetchannels -@all +cl.throttle +cl.peek +sw.allow +fw.incr",
-    )
-    .unwrap();
-    cmd(admin, "SET other 1").unwrap();
-    let c = &mut s.conn();
-    cmd(c, "AUTH limiter secret").unwrap();
-    assert_eq!(five(c, "CL.THROTTLE rl:u1 4 1 10"), [0, 5, 4, -1, 10]);
-    assert_eq!(five(c, "CL.PEEK rl:u1 4 1 10"), [0, 5, 4, -1, 10]);
-    assert_eq!(five(c, "SW.ALLOW rl:u2 3 10"), [0, 3, 2, -1, 10]);
-    assert_eq!(five(c, "FW.INCR rl:u3 3 10"), [0, 3, 2, -1, 10]);
+    let c = &mut app_user(&s);
+    assert_eq!(CALLS.len(), COMMANDS.len());
+    for line in CALLS {
+        assert!(cmd(c, line).is_ok(), "{line}: {:?}", cmd(c, line));
+    }
+    // The replication-only commands: unknown where they are internal,
+    // refused by ACL elsewhere, never run.
+    for line in EFFECT_CALLS {
+        let name = line.split(' ').next().unwrap();
+        let e = err(c, line);
+        if server_version().has_internal_commands() {
+            assert!(
+                e.starts_with(&format!("ERR unknown command '{name}'")),
+                "{line}: {e}"
+            );
+        } else {
+            assert!(e.starts_with("NOPERM"), "{line}: {e}");
+        }
+    }
     for refused in [
         "CL.THROTTLE other 4 1 10",
         "SW.ALLOW other 3 10",
-        "GET rl:u1",
-        "DEL rl:u1",
+        "GET rl:cl",
+        "DEL rl:cl",
         "SET rl:x 1",
-        "SW.RECORD rl:u2 1000 1 1",
+        "RESTORE rl:x 0 payload",
         "KEYS *",
     ] {
         let e = err(c, refused);
         assert!(e.starts_with("NOPERM"), "{refused}: {e}");
     }
-    // Where the server supports module ACL categories, @ratelimit names
-    // the commands.
-    let cats: Vec<String> = redis::cmd("ACL").arg("CAT").query(admin).unwrap();
-    if cats.iter().any(|c| c == "ratelimit") {
-        let in_cat: Vec<String> = redis::cmd("ACL")
-            .arg("CAT")
-            .arg("ratelimit")
-            .query(admin)
+    let admin = &mut s.conn();
+    for effect in ["rl:e1", "rl:e2"] {
+        assert_eq!(cmd(admin, &format!("EXISTS {effect}")), Ok(Value::Int(0)));
+    }
+    if has_module_acl_categories() {
+        let category = |c: &mut redis::Connection, name: &str| {
+            let mut names: Vec<String> = redis::cmd("ACL").arg("CAT").arg(name).query(c).unwrap();
+            names.sort();
+            names
+        };
+        let sorted = |names: &[&str]| {
+            let mut v: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(category(admin, "ratelimit"), sorted(COMMANDS));
+        assert_eq!(category(admin, "ratelimit-internal"), sorted(EFFECTS));
+    }
+    if server_version().has_internal_commands() {
+        // Internal commands are hidden from what clients list.
+        let u = &mut s.user_conn();
+        let mut listed: Vec<String> = redis::cmd("COMMAND")
+            .arg(&["LIST", "FILTERBY", "MODULE", "redis-cell"])
+            .query(u)
             .unwrap();
-        for name in COMMANDS {
+        listed.sort();
+        let mut public: Vec<String> = COMMANDS.iter().map(|n| n.to_string()).collect();
+        public.sort();
+        assert_eq!(listed, public);
+        assert_eq!(
+            cmd(u, "COMMAND INFO sw.record"),
+            Ok(Value::Array(vec![Value::Nil]))
+        );
+        assert_eq!(cmd(u, "COMMAND DOCS sw.record"), Ok(Value::Array(vec![])));
+        // Unknown to any client, even one allowed every command, inside
+        // a transaction too (refused when queued, the transaction aborted).
+        cmd(u, "MULTI").unwrap();
+        for line in EFFECT_CALLS {
+            let name = line.split(' ').next().unwrap();
+            let e = err(u, line);
             assert!(
-                in_cat.iter().any(|c| c == name),
-                "{name} not in @ratelimit: {in_cat:?}"
+                e.starts_with(&format!("ERR unknown command '{name}'")),
+                "{line}: {e}"
             );
+        }
+        assert!(err(u, "EXEC").starts_with("EXECABORT"));
+    }
+}
+
+/// The load log line says what the module found on this server.
+#[test]
+fn the_load_log_says_what_was_detected() {
+    let s = Server::start();
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    let v = server_version();
+    let want = format!(
+        "command docs and key specs: {}; ACL categories @ratelimit and @ratelimit-internal: {}; internal commands: {}; absolute expiry: yes",
+        yes_no(v.has_7_0()),
+        yes_no(has_module_acl_categories()),
+        yes_no(v.has_internal_commands()),
+    );
+    let log = s.log();
+    assert!(log.contains(&want), "no {want:?} in the log:\n{log}");
+}
+
+/// What the app user does reaches a replica and the AOF as effects, which
+/// both apply: the effects are refused to users, not to replication.
+#[test]
+fn effects_of_the_readme_acl_user_reach_replicas_and_the_aof() {
+    let dir = std::env::temp_dir().join(format!("redis-cell-acl-aof-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let aof = || Options {
+        config: vec![
+            ("appendonly".into(), "yes".into()),
+            ("appendfsync".into(), "always".into()),
+            ("aof-use-rdb-preamble".into(), "no".into()),
+        ],
+        dir: Some(dir.clone()),
+        ..Options::default()
+    };
+    let master = Server::with(aof());
+    let replica = replica_of(&master, vec![]);
+    let m = &mut app_user(&master);
+    let mut w = Workload::new(0x05EE_DAC1);
+    w.run(m, 300, &mut |t| {
+        master.set_time(t);
+        replica.set_time(t);
+    });
+    w.finish(m);
+    // The refunds' effects (SW.UNRECORD, CC.DROP) too.
+    for line in [
+        "SW.REFUND rl:sw:last 6 3600 1",
+        "CL.REFUND rl:cl:last 4 10 3600 1",
+        "FW.REFUND rl:fw:last 5 3600 1",
+    ] {
+        five(m, line);
+    }
+    assert_eq!(
+        cmd(m, "CC.RELEASE rl:cc:last long-running"),
+        Ok(Value::Int(1))
+    );
+    five(m, "SW.ALLOW rl:sw:end 6 3600 2");
+    match cmd(m, "CC.ACQUIRE rl:cc:end 3 3600 ID end") {
+        Ok(Value::Array(v)) if v.first() == Some(&Value::Int(0)) => {}
+        other => panic!("CC.ACQUIRE: {other:?}"),
+    }
+    let mut keys = Workload::keys();
+    keys.extend(["rl:sw:end".to_string(), "rl:cc:end".to_string()]);
+    let admin = &mut master.conn();
+    let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(admin).unwrap();
+    assert_eq!(acked, 1, "replica did not acknowledge");
+    let before = snapshot(admin, &keys);
+    assert!(before.iter().filter(|(_, d, _)| *d != Value::Nil).count() >= 5);
+    // A step of the test clock can time the replication link out and
+    // start a full resync, during which the replica is briefly empty.
+    let r = &mut replica.conn();
+    eventually("the replica holds the master's state", || {
+        snapshot(r, &keys) == before
+    });
+    // The AOF as written (effects), then rewritten as commands (SW.LOAD,
+    // CC.LOAD), replayed on restart.
+    drop(replica);
+    let restarted = Server::with(Options {
+        dir: Some(master.stop()),
+        ..aof()
+    });
+    let admin = &mut restarted.conn();
+    assert_eq!(snapshot(admin, &keys), before);
+    cmd(admin, "BGREWRITEAOF").unwrap();
+    eventually("AOF rewrite", || {
+        let info: String = redis::cmd("INFO").arg("persistence").query(admin).unwrap();
+        info.contains("aof_rewrite_in_progress:0")
+            && info.contains("aof_rewrite_scheduled:0")
+            && info.contains("aof_last_bgrewrite_status:ok")
+    });
+    let restarted = Server::with(Options {
+        dir: Some(restarted.stop()),
+        ..aof()
+    });
+    assert_eq!(snapshot(&mut restarted.conn(), &keys), before);
+    drop(restarted);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Key specs say what each command does with its key, and ACL checks them:
+/// a user with read-only key access runs the peeks (as `GET`) and nothing
+/// that writes; a user with write-only access runs only what answers
+/// nothing from the value.
+#[test]
+fn key_permissions_follow_the_key_specs() {
+    if !server_version().has_7_0() {
+        return; // key specs and %R~ / %W~ came with Redis 7.0
+    }
+    let s = Server::start();
+    let admin = &mut s.conn();
+    for (user, keys) in [("reader", "%R~rl:*"), ("writer", "%W~rl:*")] {
+        cmd(
+            admin,
+            &format!("ACL SETUSER {user} on >pw {keys} resetchannels +@all"),
+        )
+        .unwrap();
+    }
+    let as_user = |user: &str| {
+        let mut c = s.user_conn();
+        cmd(&mut c, &format!("AUTH {user} pw")).unwrap();
+        c
+    };
+    let reader = &mut as_user("reader");
+    let writer = &mut as_user("writer");
+    let reads_only = ["CL.PEEK", "SW.PEEK", "FW.PEEK", "CC.PEEK"];
+    let writes_only = ["CC.RENEW", "CC.RELEASE"];
+    for line in CALLS.iter().chain(&["GET rl:cl", "SET rl:x 1"]) {
+        let name = line.split(' ').next().unwrap();
+        let reads = !writes_only.contains(&name) && name != "SET";
+        let writes = !reads_only.contains(&name) && name != "GET";
+        for (c, allowed, who) in [
+            (&mut *reader, !writes, "reader"),
+            (&mut *writer, !reads, "writer"),
+        ] {
+            let reply = cmd(c, line);
+            let refused = matches!(&reply, Err(e) if e.starts_with("NOPERM"));
+            assert_eq!(!refused, allowed, "{who}: {line}: {reply:?}");
         }
     }
 }

@@ -88,6 +88,10 @@ fn errors_have_exact_texts_and_write_nothing() {
         ("CL.THROTTLEALL -1 a SW 1 1", numkeys),
         ("CL.THROTTLEALL x a SW 1 1", numkeys),
         ("CL.THROTTLEALL 3 a SW 1 1", numkeys),
+        (
+            "CL.THROTTLEALL 101 a SW 1 1",
+            "ERR invalid numkeys: at most 100 limiters in one call",
+        ),
         ("CL.THROTTLEALL 2 a b SW 1 1", count),
         ("CL.THROTTLEALL 2 a b SW 1 1 FW 1", count),
         ("CL.THROTTLEALL 1 a SW 1 1 FW 1 1", count),
@@ -445,4 +449,74 @@ fn replicas_and_the_aof_get_the_effects_as_one_transaction() {
         .collect();
     let one = ["MULTI", "SET", "SW.RECORD", "SW.RECORD", "SET", "EXEC"];
     assert_eq!(names, [one, one].concat(), "the AOF");
+}
+
+/// A fixed-window counter found without a TTL gets the end of its window
+/// as its expiry whatever the call decides: refused by itself, allowed, or
+/// allowed by itself and refused by another limiter (where nothing else
+/// is written); and replicas get the same expiry.
+#[test]
+fn a_counter_without_ttl_gets_its_window_even_when_another_limiter_refuses() {
+    let master = Server::start();
+    let replica = replica_of(&master, vec![]);
+    let m = &mut master.conn();
+    six(m, "CL.THROTTLEALL 1 g GCRA 0 1 60"); // g is now full
+    cmd(m, "SET stuck 2").unwrap();
+    cmd(m, "SET stuck2 2").unwrap();
+    // The counter has room, the GCRA refuses: only the repair is written.
+    assert_eq!(
+        six(m, "CL.THROTTLEALL 2 g stuck GCRA 0 1 60 FW 5 30"),
+        [1, 1, 0, 60, 60, 1]
+    );
+    assert_eq!(get(m, "stuck").as_deref(), Some("2"));
+    assert_eq!(pttl(m, "stuck"), 30_000);
+    // The same with an aligned window, and the counter first.
+    assert_eq!(
+        six(m, "CL.THROTTLEALL 2 stuck2 g FW 5 40 ALIGN GCRA 0 1 60"),
+        [1, 1, 0, 60, 60, 2]
+    );
+    assert_eq!(get(m, "stuck2").as_deref(), Some("2"));
+    assert_eq!(expire_time_ms(m, "stuck2"), (T0 / MS / 40_000 + 1) * 40_000);
+    cmd(m, "WAIT 1 5000").unwrap();
+    let keys: Vec<String> = ["g", "stuck", "stuck2"].map(String::from).to_vec();
+    assert_eq!(snapshot(&mut replica.conn(), &keys), snapshot(m, &keys));
+    // Allowed by all: the counter is written with that same expiry.
+    cmd(m, "SET stuck3 2").unwrap();
+    assert_eq!(
+        six(m, "CL.THROTTLEALL 1 stuck3 FW 5 30"),
+        [0, 5, 2, -1, 30, 1]
+    );
+    assert_eq!(get(m, "stuck3").as_deref(), Some("3"));
+    assert_eq!(pttl(m, "stuck3"), 30_000);
+}
+
+/// At most 100 limiters in one call: 100 are decided and written, 101 (or
+/// any larger count, however many arguments follow) are refused before
+/// anything is read or written.
+#[test]
+fn at_most_one_hundred_limiters_in_one_call() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let call = |n: usize| {
+        let keys: Vec<String> = (0..n).map(|i| format!("{{t}}:{i}")).collect();
+        let limiters = ["GCRA 4 5 60", "SW 5 60", "SW 5 60 APPROX", "FW 5 60"];
+        let mut line = format!("CL.THROTTLEALL {n} {}", keys.join(" "));
+        for i in 0..n {
+            line.push(' ');
+            line.push_str(limiters[i % limiters.len()]);
+        }
+        line
+    };
+    assert_eq!(six(c, &call(100)), [0, 5, 4, -1, 12, 1]);
+    assert_eq!(cmd(c, "DBSIZE").unwrap(), Value::Int(100));
+    cmd(c, "FLUSHALL").unwrap();
+    let too_many = "ERR invalid numkeys: at most 100 limiters in one call";
+    for n in [101, 1_000] {
+        assert_eq!(err(c, &call(n)), too_many, "{n} keys");
+    }
+    assert_eq!(
+        err(c, "CL.THROTTLEALL 9223372036854775807 a FW 1 1"),
+        too_many
+    );
+    assert_eq!(cmd(c, "DBSIZE").unwrap(), Value::Int(0));
 }

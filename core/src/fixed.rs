@@ -36,22 +36,24 @@ pub struct Counter {
     pub expire_at_ms: Option<i64>,
 }
 
-/// What to write back.
+/// What to write back when the call goes ahead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Effect {
     /// Nothing changes.
     None,
     /// Store `count`, expiring at the end of its window.
     Store { count: i64, expire_at_ms: i64 },
-    /// Only give a counter that had no TTL the end of its window, so that it
-    /// cannot block its user forever.
-    Expire { expire_at_ms: i64 },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
     pub effect: Effect,
     pub verdict: Verdict,
+    /// For a counter found without a TTL: the end of its window, to be set
+    /// as its expiry whatever happens to the call (allowed, refused by this
+    /// limiter or by another one of a `CL.THROTTLEALL`), so that it cannot
+    /// block its user forever. A `Store` sets the same expiry.
+    pub repair: Option<i64>,
 }
 
 impl FixedWindow {
@@ -80,14 +82,26 @@ impl FixedWindow {
         })
     }
 
-    /// The end (Unix ms, rounded up so a window never ends early) of a
-    /// window that would start now.
-    fn new_window_end_ms(&self, now: i64) -> i64 {
-        let end = match self.span {
+    /// The end (ns) of a window that would start now.
+    fn new_window_end(&self, now: i64) -> i128 {
+        match self.span {
             Span::Rolling(w) => i128::from(now) + i128::from(w),
             Span::Aligned(w) => (i128::from(now).div_euclid(i128::from(w)) + 1) * i128::from(w),
             Span::Calendar(unit, offset) => calendar::period_end(now, unit, offset),
-        };
+        }
+    }
+
+    /// Whether a call at `now` stays within 64-bit nanoseconds: a window
+    /// starting now ends within them (see [`crate::within_64_bits`]).
+    /// [`FixedWindow::decide`] and [`FixedWindow::refund`] assume it.
+    pub fn check(&self, now: i64) -> Result<(), ParamError> {
+        crate::within_64_bits(self.new_window_end(now))
+    }
+
+    /// The end (Unix ms, rounded up so a window never ends early) of a
+    /// window that would start now.
+    fn new_window_end_ms(&self, now: i64) -> i64 {
+        let end = self.new_window_end(now);
         let ms = i128::from(NANOS_PER_MILLI);
         saturate((end + ms - 1).div_euclid(ms))
     }
@@ -112,7 +126,7 @@ impl FixedWindow {
         let fits = self.limit > 0 && (0..=self.limit).contains(&quantity);
         let new_count = i128::from(count) + i128::from(quantity);
 
-        let (limited, retry_after, count_after, mut effect) = if !fits {
+        let (limited, retry_after, count_after, effect) = if !fits {
             (true, None, count, Effect::None)
         } else if new_count <= i128::from(self.limit) {
             let count_after = new_count as i64;
@@ -128,11 +142,7 @@ impl FixedWindow {
         } else {
             (true, Some(until_end), count, Effect::None)
         };
-        if effect == Effect::None && matches!(found, Some(c) if c.expire_at_ms.is_none()) {
-            effect = Effect::Expire {
-                expire_at_ms: end_ms,
-            };
-        }
+        let repair = found.filter(|c| c.expire_at_ms.is_none()).map(|_| end_ms);
         let verdict = Verdict {
             limited,
             limit: self.limit,
@@ -141,7 +151,11 @@ impl FixedWindow {
             retry_after,
             reset_after: if count_after > 0 { until_end } else { 0 },
         };
-        Outcome { effect, verdict }
+        Outcome {
+            effect,
+            verdict,
+            repair,
+        }
     }
 }
 
@@ -191,12 +205,11 @@ mod tests {
                     expire_at_ms: Some(expire_at_ms),
                 })
             }
-            Effect::Expire { expire_at_ms } => {
-                if let Some(c) = st.as_mut() {
-                    c.expire_at_ms = Some(expire_at_ms);
+            Effect::None => {
+                if let (Some(c), Some(e)) = (st.as_mut(), out.repair) {
+                    c.expire_at_ms = Some(e);
                 }
             }
-            Effect::None => {}
         }
         out.verdict.to_reply()
     }
@@ -243,12 +256,32 @@ mod tests {
         });
         let out = fw.decide(stuck, T0, 1);
         assert_eq!(out.verdict.to_reply(), [1, 5, 0, 10, 10]);
+        assert_eq!(out.effect, Effect::None);
+        let end = T0 / NANOS_PER_MILLI + 10_000;
+        assert_eq!(out.repair, Some(end));
+        // With room left the counter is admitted, and still repaired:
+        // refused by another limiter, the call writes only the repair.
+        let room = Some(Counter {
+            count: 2,
+            expire_at_ms: None,
+        });
+        let out = fw.decide(room, T0, 1);
+        assert_eq!(out.verdict.to_reply(), [0, 5, 2, -1, 10]);
         assert_eq!(
             out.effect,
-            Effect::Expire {
-                expire_at_ms: T0 / NANOS_PER_MILLI + 10_000
+            Effect::Store {
+                count: 3,
+                expire_at_ms: end
             }
         );
+        assert_eq!(out.repair, Some(end));
+        assert_eq!(fw.decide(room, T0, 0).repair, Some(end));
+        // A counter with a TTL needs none.
+        let fine = Some(Counter {
+            count: 2,
+            expire_at_ms: Some(end),
+        });
+        assert_eq!(fw.decide(fine, T0, 1).repair, None);
     }
 
     proptest! {

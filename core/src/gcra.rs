@@ -82,6 +82,12 @@ impl Gcra {
         })
     }
 
+    /// Whether a call at `now` stays within 64-bit nanoseconds: the bucket
+    /// filled now empties at `now + DVT` (see [`crate::within_64_bits`]).
+    pub fn check(&self, now: i64) -> Result<(), ParamError> {
+        crate::within_64_bits(i128::from(now) + i128::from(self.tolerance))
+    }
+
     /// `max_burst + 1`.
     pub fn limit(&self) -> i64 {
         self.limit
@@ -107,6 +113,7 @@ impl Gcra {
         now: i64,
         quantity: i64,
     ) -> Result<(Decision, Verdict), ParamError> {
+        self.check(now)?;
         let increment = self
             .emission
             .checked_mul(quantity)

@@ -7,6 +7,7 @@
 
 use crate::reply::Verdict;
 use crate::ParamError;
+use std::collections::HashSet;
 
 /// The leases of one key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -85,8 +86,11 @@ impl Leases {
         let held = self.live(now).count() as i64;
         if renewed || held < limit {
             let after = if renewed { held } else { held + 1 };
+            // A renewed lease's old expiry is replaced, not kept: renewing
+            // to a shorter lease shortens the reset.
             let last = self
                 .live(now)
+                .filter(|l| id != Some(l.id.as_slice()))
                 .map(|l| l.expires_at)
                 .fold(expires_at, i64::max);
             let verdict = Verdict {
@@ -212,19 +216,32 @@ impl Leases {
         }
         let mut pos = 1;
         let count = get_varint(data, &mut pos)?;
-        let mut held: Vec<Lease> = Vec::new();
+        // Each lease takes at least two bytes (an id length and an expiry):
+        // a count beyond that is a lie, and must not size any allocation.
+        let count = usize::try_from(count)
+            .ok()
+            .filter(|&n| n <= data.len().saturating_sub(pos) / 2)?;
+        let mut held: Vec<Lease> = Vec::with_capacity(count);
+        // Ids seen so far, as slices of `data`: a set, so that finding a
+        // repeated id stays linear in the leases (a payload may hold
+        // hundreds of thousands; comparing each with every earlier one
+        // blocked the server for seconds).
+        let mut seen: HashSet<&[u8]> = HashSet::with_capacity(count);
         for _ in 0..count {
             let len = usize::try_from(get_varint(data, &mut pos)?).ok()?;
             if len > MAX_ID {
                 return None;
             }
-            let id = data.get(pos..pos.checked_add(len)?)?.to_vec();
+            let id = data.get(pos..pos.checked_add(len)?)?;
             pos += len;
             let expires_at = i64::try_from(get_varint(data, &mut pos)?).ok()?;
-            if held.iter().any(|l| l.id == id) {
+            if !seen.insert(id) {
                 return None;
             }
-            held.push(Lease { id, expires_at });
+            held.push(Lease {
+                id: id.to_vec(),
+                expires_at,
+            });
         }
         (pos == data.len()).then_some(Self { held })
     }
@@ -312,9 +329,52 @@ mod tests {
         assert_eq!(acquire(&mut l, 0, T0 + 11 * S, b"e"), [1, 0, 0, -1, 10]);
     }
 
+    #[test]
+    fn large_sets_decode_and_a_repeated_id_anywhere_is_refused() {
+        let held = (0..100_000u32)
+            .map(|i| Lease {
+                id: format!("lease-{i}").into_bytes(),
+                expires_at: T0 + S,
+            })
+            .collect();
+        let l = Leases { held };
+        let bytes = l.encode();
+        assert_eq!(Leases::decode(&bytes), Some(l.clone()));
+        // The last id repeats the first: refused, wherever it is.
+        let mut twice = l.clone();
+        twice.held.last_mut().unwrap().id = b"lease-0".to_vec();
+        assert_eq!(Leases::decode(&twice.encode()), None);
+        // A count beyond what the bytes can hold is refused up front.
+        let mut lying = vec![FORMAT_VERSION];
+        put_varint(&mut lying, u64::MAX >> 1);
+        lying.extend_from_slice(&[0, 1]);
+        assert_eq!(Leases::decode(&lying), None);
+    }
+
+    #[test]
+    fn renewing_to_a_shorter_lease_shortens_the_reset() {
+        let mut l = Leases::new();
+        let (a, v) = l.acquire(5, T0, 60 * S, Some(b"a")).unwrap();
+        assert_eq!(v.to_reply(), [0, 5, 4, -1, 60]);
+        if let Acquire::Hold { expires_at, .. } = a {
+            l.hold(b"a", expires_at, T0);
+        }
+        let (a, v) = l.acquire(5, T0, 10 * S, Some(b"a")).unwrap();
+        assert_eq!(v.to_reply(), [0, 5, 4, -1, 10]);
+        if let Acquire::Hold { expires_at, .. } = a {
+            l.hold(b"a", expires_at, T0);
+        }
+        assert_eq!(l.verdict(5, T0).to_reply(), [0, 5, 4, -1, 10]);
+        // Another, longer lease still sets the reset.
+        l.hold(b"b", T0 + 30 * S, T0);
+        let (_, v) = l.acquire(5, T0, 10 * S, Some(b"a")).unwrap();
+        assert_eq!(v.to_reply(), [0, 5, 3, -1, 30]);
+    }
+
     proptest! {
         /// Never more than `limit` live leases; a refusal's wait is when a
-        /// slot frees; encoding round-trips.
+        /// slot frees; encoding round-trips; what an acquisition answers is
+        /// what a peek right after it sees.
         #[test]
         fn never_more_than_the_limit(
             limit in 0i64..6,
@@ -332,6 +392,9 @@ mod tests {
                             Acquire::Hold { expires_at, renewed } => {
                                 prop_assert_eq!(renewed, l.holds(&id, now));
                                 l.hold(&id, expires_at, now);
+                                let after = l.verdict(limit, now);
+                                prop_assert_eq!(v.reset_after, after.reset_after);
+                                prop_assert_eq!(v.remaining, after.remaining);
                             }
                             Acquire::Refused => {
                                 prop_assert!(v.limited);

@@ -34,8 +34,98 @@ pub enum ParamError {
     Overflow,
 }
 
+/// The one rule at the end of 64-bit nanoseconds (2262-04-11T23:47:16Z):
+/// a call whose arithmetic would reach past `i64::MAX` ns is refused with
+/// [`ParamError::Overflow`] before anything is decided or written, whatever
+/// the limiter. The instant each limiter reaches is the one where a state
+/// made now would be back to full: `now + DVT` for GCRA, `now + window` for
+/// the exact log, the end of the window after the current one for the
+/// APPROX counter, the end of a window starting now for a fixed window
+/// (rolling, aligned or calendar), `now + lease` for a lease. Each
+/// limiter's `check` applies it.
+pub fn within_64_bits(instant: i128) -> Result<(), ParamError> {
+    if instant <= i128::from(i64::MAX) {
+        Ok(())
+    } else {
+        Err(ParamError::Overflow)
+    }
+}
+
 /// An `i128` intermediate clamped into `i64`: durations and instants that
 /// only overflow for absurd stored states saturate instead of wrapping.
 pub(crate) fn saturate(x: i128) -> i64 {
     i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod end_of_64_bits {
+    use super::*;
+    use crate::calendar::Unit;
+    use crate::fixed::FixedWindow;
+    use crate::gcra::Gcra;
+    use crate::lease::Leases;
+    use crate::sliding::{Log, SlidingWindow};
+    use crate::sliding_approx::ApproxWindow;
+
+    const S: i64 = NANOS_PER_SEC;
+    const LATE: i64 = i64::MAX - 30 * S;
+    const OVER: Result<(), ParamError> = Err(ParamError::Overflow);
+
+    /// Every limiter: within up to exactly `i64::MAX` ns, refused 1 ns past.
+    #[test]
+    fn one_rule_for_every_limiter() {
+        let gcra = |period| Gcra::new(0, 1, period).unwrap();
+        assert_eq!(gcra(30 * S).check(LATE), Ok(()));
+        assert!(gcra(30 * S).decide(None, LATE, 1).is_ok());
+        assert_eq!(gcra(30 * S + 1).check(LATE), OVER);
+        assert_eq!(
+            gcra(30 * S + 1).decide(None, LATE, 0).err(),
+            Some(ParamError::Overflow)
+        );
+        assert!(gcra(30 * S + 1).reserve(None, LATE, 1, S).is_err());
+
+        let sw = |w| SlidingWindow::new(5, w).unwrap();
+        assert_eq!(sw(30 * S).check(LATE), Ok(()));
+        assert_eq!(sw(30 * S + 1).check(LATE), OVER);
+        let mut log = Log::new();
+        assert!(sliding::record(&mut log, 30 * S + 1, LATE, 1).is_err());
+        assert!(log.is_empty());
+
+        // APPROX: the end of the window after the current one.
+        let approx = |w| ApproxWindow::new(5, w).unwrap();
+        for w in [S, 10 * S, 20 * S, 30 * S, 7 * S + 3] {
+            let end = (i128::from(LATE / w) + 2) * i128::from(w);
+            let want = if end <= i128::from(i64::MAX) {
+                Ok(())
+            } else {
+                OVER
+            };
+            assert_eq!(approx(w).check(LATE), want, "window {w}");
+        }
+        assert_eq!(approx(10 * S).check(LATE), Ok(()));
+        assert_eq!(approx(20 * S).check(LATE), OVER);
+
+        let fw = |w, align| FixedWindow::new(5, w, align).unwrap();
+        assert_eq!(fw(30 * S, false).check(LATE), Ok(()));
+        assert_eq!(fw(30 * S + 1, false).check(LATE), OVER);
+        assert_eq!(fw(30 * S, true).check(LATE), Ok(()));
+        assert_eq!(fw(40 * S, true).check(LATE), OVER);
+        let cal = |unit| FixedWindow::calendar(5, unit, 0).unwrap();
+        assert_eq!(cal(Unit::Minute).check(LATE), Ok(()));
+        assert_eq!(cal(Unit::Hour).check(LATE), OVER);
+
+        let leases = Leases::new();
+        assert!(leases.acquire(5, LATE, 30 * S, None).is_ok());
+        assert_eq!(
+            leases.acquire(5, LATE, 30 * S + 1, None).err(),
+            Some(ParamError::Overflow)
+        );
+
+        // At the last nanosecond, nothing with a duration fits.
+        assert_eq!(gcra(1).check(i64::MAX), OVER);
+        assert_eq!(sw(1).check(i64::MAX), OVER);
+        assert_eq!(approx(1).check(i64::MAX), OVER);
+        assert_eq!(fw(1, false).check(i64::MAX), OVER);
+        assert!(leases.acquire(5, i64::MAX, 1, None).is_err());
+    }
 }

@@ -60,6 +60,13 @@ impl ApproxWindow {
         self.window
     }
 
+    /// Whether a call at `now` stays within 64-bit nanoseconds: a state
+    /// counted now expires at the end of the window after the current one
+    /// (see [`crate::within_64_bits`]). [`ApproxWindow::decide`] assumes it.
+    pub fn check(&self, now: i64) -> Result<(), ParamError> {
+        check(self.window, now)
+    }
+
     /// The estimated count at `elapsed` nanoseconds into the current window.
     fn estimate(&self, previous: i64, current: i64, elapsed: i64) -> i128 {
         let w = i128::from(self.window);
@@ -68,11 +75,16 @@ impl ApproxWindow {
         weighted + i128::from(current)
     }
 
-    /// Decides a request at `now`.
+    /// Decides a request at `now`. A clock that went back to before the
+    /// state's current window is time that has not passed: the request is
+    /// decided as at the start of that window (where the previous window
+    /// still weighs fully), and the waits count from `now`.
     pub fn decide(&self, state: Option<Counter>, now: i64, quantity: i64) -> (Decision, Verdict) {
         let c = roll(state, self.window, now);
         let start = i128::from(c.index) * i128::from(self.window);
-        let elapsed = (i128::from(now) - start) as i64;
+        let at = i128::from(now).max(start);
+        let behind = at - i128::from(now);
+        let elapsed = (at - start) as i64;
         let used = self.estimate(c.previous, c.current, elapsed);
         let fits = self.limit > 0 && (0..=self.limit).contains(&quantity);
         let decision = if !fits {
@@ -82,7 +94,9 @@ impl ApproxWindow {
             Decision::Allowed { counter }
         } else {
             Decision::Limited {
-                retry_after: self.wait_until_fits(c, elapsed, quantity),
+                retry_after: saturate(
+                    i128::from(self.wait_until_fits(c, elapsed, quantity)) + behind,
+                ),
             }
         };
         let after = match decision {
@@ -142,8 +156,18 @@ impl ApproxWindow {
     }
 }
 
+/// Whether a state counted at `at` in windows of `window` ns expires
+/// within 64-bit nanoseconds: at the end of the window after the one
+/// holding `at` (see [`crate::within_64_bits`]).
+pub fn check(window: i64, at: i64) -> Result<(), ParamError> {
+    let w = i128::from(window.max(1));
+    crate::within_64_bits((i128::from(at).div_euclid(w) + 2) * w)
+}
+
 /// The state as of `now`: rolled forward to the fixed window containing
-/// `now`, or empty when it was counted with another window length.
+/// `now`, or empty when it was counted with another window length. A
+/// state whose window is after `now`'s (the clock went back) stays as it
+/// is: its counts are kept, never forgotten.
 pub fn roll(state: Option<Counter>, window: i64, now: i64) -> Counter {
     let index = now.div_euclid(window.max(1));
     let fresh = Counter {
@@ -153,7 +177,7 @@ pub fn roll(state: Option<Counter>, window: i64, now: i64) -> Counter {
         current: 0,
     };
     match state {
-        Some(c) if c.window == window && c.index == index => c,
+        Some(c) if c.window == window && c.index >= index => c,
         Some(c) if c.window == window && c.index.checked_add(1) == Some(index) => Counter {
             previous: c.current,
             ..fresh
@@ -185,6 +209,21 @@ pub fn unrecord(state: Option<Counter>, window: i64, at: i64, quantity: i64) -> 
 }
 
 impl Counter {
+    /// Whether the commands can produce this state: a window of at least
+    /// 1 ns, counts of at least 0, a window index of at least 0 (instants
+    /// at or after the epoch) and an expiry, the end of the window after
+    /// the current one, within 64 bits of nanoseconds.
+    pub fn is_valid(&self) -> bool {
+        self.window >= 1
+            && self.index >= 0
+            && self.previous >= 0
+            && self.current >= 0
+            && i128::from(self.index)
+                .checked_add(2)
+                .map(|i| i * i128::from(self.window))
+                .is_some_and(|end| end <= i128::from(i64::MAX))
+    }
+
     /// When the key can expire: once both counts have weight zero.
     pub fn expire_at_ms(&self) -> i64 {
         let end = (i128::from(self.index) + 2) * i128::from(self.window);
@@ -223,6 +262,78 @@ mod tests {
         assert_eq!(call(&a, &mut st, T0 + 90 * S, 1), [0, 10, 4, -1, 90]);
         assert_eq!(call(&a, &mut st, T0 + 90 * S, 4), [0, 10, 0, -1, 90]);
         assert_eq!(call(&a, &mut st, T0 + 90 * S, 1)[0], 1);
+    }
+
+    #[test]
+    fn a_clock_that_goes_back_forgets_nothing() {
+        let a = ApproxWindow::new(5, 60 * S).unwrap();
+        let mut st = None;
+        // 5 admitted 10 s into a window...
+        for _ in 0..5 {
+            assert_eq!(call(&a, &mut st, T0 + 70 * S, 1)[0], 0);
+        }
+        let full = st;
+        // ...then the clock steps back into the previous window: still full,
+        // decided as at the start of the later window, waits counted from
+        // the earlier instant.
+        // (One fits once 4 of the 5 weigh, 12 s into the window after.)
+        assert_eq!(call(&a, &mut st, T0 + 70 * S, 1), [1, 5, 0, 62, 110]);
+        assert_eq!(call(&a, &mut st, T0 + 30 * S, 1), [1, 5, 0, 102, 150]);
+        assert_eq!(call(&a, &mut st, T0 - 600 * S, 1), [1, 5, 0, 732, 780]);
+        assert_eq!(call(&a, &mut st, T0 + 60 * S, 1), [1, 5, 0, 72, 120]);
+        assert_eq!(st, full);
+        // A refund while the clock is behind gives back from the kept counts.
+        let given = unrecord(full, 60 * S, T0 + 30 * S, 2);
+        assert_eq!(
+            given,
+            Counter {
+                current: 3,
+                ..full.unwrap()
+            }
+        );
+        // Recording while behind counts in the later window.
+        let more = record(Some(given), 60 * S, T0 + 30 * S, 1);
+        assert_eq!(
+            more,
+            Counter {
+                current: 4,
+                ..given
+            }
+        );
+    }
+
+    proptest! {
+        /// With the clock stepping back and forth, the counts are never
+        /// lost: a request is admitted only when it fits the counts kept, as
+        /// estimated at the latest window seen.
+        #[test]
+        fn steps_back_never_admit_more(
+            limit in 1i64..10,
+            window_ms in 1i64..5_000,
+            calls in prop::collection::vec((-3_000_000_000i64..3_000_000_000, 0i64..3), 1..100),
+        ) {
+            let window = window_ms * crate::NANOS_PER_MILLI;
+            let a = ApproxWindow::new(limit, window).unwrap();
+            let mut st: Option<Counter> = None;
+            let mut now = T0;
+            for (dt, q) in calls {
+                now += dt;
+                let before = st;
+                let (d, v) = a.decide(st, now, q);
+                if let Decision::Allowed { counter: Some(c) } = d {
+                    // What is kept never shrinks by a step back, and what is
+                    // admitted in one window never passes the limit.
+                    if let Some(b) = before {
+                        prop_assert!(c.index >= b.index);
+                    }
+                    prop_assert!(c.current <= limit);
+                    st = Some(c);
+                }
+                if let Some(r) = v.retry_after {
+                    prop_assert!(r >= 1);
+                }
+            }
+        }
     }
 
     proptest! {

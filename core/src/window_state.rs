@@ -46,7 +46,13 @@ impl WindowState {
         }
     }
 
-    /// Parses what [`WindowState::encode`] wrote; anything else is `None`.
+    /// Parses what [`WindowState::encode`] wrote for a state the commands
+    /// can produce; anything else is `None`: an APPROX counter needs a
+    /// window of at least 1 ns, counts of at least 0, and a window index of
+    /// at least 0 whose state expires within 64 bits of nanoseconds (the
+    /// commands count from instants at or after the epoch, and refuse a
+    /// window that would end past 2262); an exact log, times at or after the
+    /// epoch and a newest entry that leaves the window within 64 bits.
     pub fn decode(data: &[u8]) -> Option<Self> {
         let word = |rest: &[u8], i: usize| -> Option<i64> {
             let bytes: [u8; 8] = rest.get(i * 8..i * 8 + 8)?.try_into().ok()?;
@@ -59,8 +65,13 @@ impl WindowState {
             }),
             (&EXACT, rest) => {
                 let window = word(rest, 0).filter(|&w| w >= 1)?;
+                let log = Log::decode(rest.get(8..)?).ok()?;
+                // Its newest entry leaves the window within 64 bits.
+                if let Some(newest) = log.newest() {
+                    newest.checked_add(window)?;
+                }
                 Some(WindowState::Exact {
-                    log: Log::decode(rest.get(8..)?).ok()?,
+                    log,
                     window: Some(window),
                 })
             }
@@ -71,8 +82,7 @@ impl WindowState {
                     previous: word(rest, 2)?,
                     current: word(rest, 3)?,
                 };
-                let valid = c.window >= 1 && c.previous >= 0 && c.current >= 0;
-                valid.then_some(WindowState::Approx(c))
+                c.is_valid().then_some(WindowState::Approx(c))
             }
             _ => None,
         }
@@ -126,13 +136,56 @@ mod tests {
             },
             WindowState::Approx(Counter {
                 window: 60,
-                index: -3,
+                index: 3,
                 previous: 4,
                 current: 0,
             }),
         ] {
             assert_eq!(WindowState::decode(&s.encode()), Some(s));
         }
+    }
+
+    #[test]
+    fn refuses_what_the_commands_cannot_produce() {
+        let approx = |window, index, previous, current| {
+            WindowState::Approx(Counter {
+                window,
+                index,
+                previous,
+                current,
+            })
+            .encode()
+        };
+        let max = i64::MAX;
+        // The last window index whose state expires within 64 bits.
+        let last = max / 60 - 2;
+        assert!(WindowState::decode(&approx(60, last, 1, 1)).is_some());
+        assert!(WindowState::decode(&approx(60, 0, 1, 1)).is_some());
+        for bad in [
+            approx(60, -1, 1, 1),
+            approx(60, -1_000_000_000, 0, 1),
+            approx(60, i64::MIN, 1, 1),
+            approx(60, last + 1, 1, 1),
+            approx(60, max, 1, 1),
+            approx(max, 1, 1, 1),
+            approx(0, 1, 1, 1),
+            approx(60, 1, -1, 1),
+            approx(60, 1, 1, -1),
+        ] {
+            assert_eq!(WindowState::decode(&bad), None, "{bad:?}");
+        }
+        // An exact log whose newest entry would leave the window past 2262.
+        let mut log = Log::new();
+        log.push(max - 10, 1).unwrap();
+        let exact = |window| {
+            WindowState::Exact {
+                log: log.clone(),
+                window: Some(window),
+            }
+            .encode()
+        };
+        assert!(WindowState::decode(&exact(10)).is_some());
+        assert_eq!(WindowState::decode(&exact(11)), None);
     }
 
     #[test]

@@ -8,7 +8,8 @@ pub struct Arg {
     pub optional: bool,
     /// Given one or more times.
     pub multiple: bool,
-    /// A keyword that comes before the value (`QUANTITY q`).
+    /// A keyword that comes before the value (`QUANTITY q`), or the word of
+    /// a flag or of a block (`GCRA ...`).
     pub token: Option<&'static str>,
 }
 
@@ -16,11 +17,15 @@ pub struct Arg {
 pub enum ArgKind {
     Key,
     Integer,
-    /// Seconds, integer or decimal.
-    Double,
-    /// A flag written as its own name.
+    /// A duration: seconds, or a number with a unit (`500ms`, `15m`).
+    Duration,
+    /// A flag: only its token.
     Token,
     String,
+    /// Exactly one of these.
+    OneOf(&'static [Arg]),
+    /// All of these, in this order.
+    Block(&'static [Arg]),
 }
 
 pub struct Docs {
@@ -55,6 +60,31 @@ const fn multiple(name: &'static str, kind: ArgKind) -> Arg {
     }
 }
 
+/// A flag written as its own word (`MS`, `APPROX`).
+const fn flag(word: &'static str) -> Arg {
+    Arg {
+        optional: true,
+        token: Some(word),
+        ..arg(word, Token)
+    }
+}
+
+/// A word that must be given as one of a choice (`GCRA`, `day`).
+const fn word(word: &'static str) -> Arg {
+    Arg {
+        token: Some(word),
+        ..arg(word, Token)
+    }
+}
+
+/// Arguments that follow a word of their own (`GCRA max_burst ...`).
+const fn block(word: &'static str, args: &'static [Arg]) -> Arg {
+    Arg {
+        token: Some(word),
+        ..arg(word, Block(args))
+    }
+}
+
 const fn keyword_required(token: &'static str, name: &'static str, kind: ArgKind) -> Arg {
     Arg {
         token: Some(token),
@@ -72,6 +102,31 @@ const fn keyword(token: &'static str, name: &'static str, kind: ArgKind) -> Arg 
 
 use ArgKind::*;
 
+/// A fixed window's length (`ALIGN` to start windows at multiples of it
+/// since the Unix epoch), or a calendar unit in a time zone.
+const WINDOW_OR_UNIT: Arg = arg(
+    "window_or_unit",
+    OneOf(&[
+        arg("fixed", Block(&[arg("window", Duration), flag("ALIGN")])),
+        arg(
+            "calendar",
+            Block(&[CALENDAR_UNIT, keyword("TZ", "zone", String)]),
+        ),
+    ]),
+);
+
+const CALENDAR_UNIT: Arg = arg(
+    "unit",
+    OneOf(&[
+        word("minute"),
+        word("hour"),
+        word("day"),
+        word("week"),
+        word("month"),
+        word("year"),
+    ]),
+);
+
 pub const CL_THROTTLE: Docs = Docs {
     summary: "Rate-limits a key with GCRA (redis-cell compatible): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after] (durations in seconds, or ms with MS).",
     complexity: "O(1)",
@@ -80,9 +135,9 @@ pub const CL_THROTTLE: Docs = Docs {
         arg("key", Key),
         arg("max_burst", Integer),
         arg("count_per_period", Integer),
-        arg("period", Double),
+        arg("period", Duration),
         optional("quantity", Integer),
-        optional("MS", Token),
+        flag("MS"),
     ],
 };
 
@@ -94,21 +149,38 @@ pub const CL_PEEK: Docs = Docs {
         arg("key", Key),
         arg("max_burst", Integer),
         arg("count_per_period", Integer),
-        arg("period", Double),
-        optional("MS", Token),
+        arg("period", Duration),
+        flag("MS"),
     ],
 };
 
 pub const CL_THROTTLEALL: Docs = Docs {
-    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA max_burst count_per_period period | SW limit window [APPROX] | FW limit window|unit [TZ offset] [ALIGN]) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
-    complexity: "O(N) in the limiters, each as its own command",
+    summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA, SW or FW, with the parameters of CL.THROTTLE, SW.ALLOW or FW.INCR) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
+    complexity: "O(N) in the limiters (at most 100), each as its own command",
     arity: -6,
     args: &[
         arg("numkeys", Integer),
         multiple("key", Key),
-        multiple("limiter", ArgKind::String),
-        keyword("QUANTITY", "quantity", Integer),
-        optional("MS", Token),
+        multiple(
+            "limiter",
+            OneOf(&[
+                block(
+                    "GCRA",
+                    &[
+                        arg("max_burst", Integer),
+                        arg("count_per_period", Integer),
+                        arg("period", Duration),
+                    ],
+                ),
+                block(
+                    "SW",
+                    &[arg("limit", Integer), arg("window", Duration), flag("APPROX")],
+                ),
+                block("FW", &[arg("limit", Integer), WINDOW_OR_UNIT]),
+            ]),
+        ),
+        keyword("QUANTITY", "q", Integer),
+        flag("MS"),
     ],
 };
 
@@ -120,10 +192,10 @@ pub const CL_RESERVE: Docs = Docs {
         arg("key", Key),
         arg("max_burst", Integer),
         arg("count_per_period", Integer),
-        arg("period", Double),
+        arg("period", Duration),
         optional("quantity", Integer),
-        keyword_required("MAXWAIT", "seconds", Double),
-        optional("MS", Token),
+        keyword_required("MAXWAIT", "duration", Duration),
+        flag("MS"),
     ],
 };
 
@@ -135,9 +207,9 @@ pub const CL_REFUND: Docs = Docs {
         arg("key", Key),
         arg("max_burst", Integer),
         arg("count_per_period", Integer),
-        arg("period", Double),
+        arg("period", Duration),
         arg("quantity", Integer),
-        optional("MS", Token),
+        flag("MS"),
     ],
 };
 
@@ -148,10 +220,10 @@ pub const SW_REFUND: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", Double),
+        arg("window", Duration),
         arg("quantity", Integer),
-        optional("APPROX", Token),
-        optional("MS", Token),
+        flag("APPROX"),
+        flag("MS"),
     ],
 };
 
@@ -162,11 +234,14 @@ pub const FW_REFUND: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", ArgKind::String),
-        keyword("TZ", "offset", ArgKind::String),
+        arg(
+            "window_or_unit",
+            OneOf(&[arg("window", Duration), CALENDAR_UNIT]),
+        ),
         arg("quantity", Integer),
-        optional("ALIGN", Token),
-        optional("MS", Token),
+        flag("ALIGN"),
+        keyword("TZ", "zone", String),
+        flag("MS"),
     ],
 };
 
@@ -179,7 +254,7 @@ pub const SW_UNRECORD: Docs = Docs {
         arg("window_ns", Integer),
         arg("at_ns", Integer),
         optional("quantity", Integer),
-        optional("APPROX", Token),
+        flag("APPROX"),
     ],
 };
 
@@ -190,10 +265,10 @@ pub const SW_ALLOW: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", Double),
+        arg("window", Duration),
         optional("quantity", Integer),
-        optional("APPROX", Token),
-        optional("MS", Token),
+        flag("APPROX"),
+        flag("MS"),
     ],
 };
 
@@ -204,24 +279,22 @@ pub const SW_PEEK: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", Double),
-        optional("APPROX", Token),
-        optional("MS", Token),
+        arg("window", Duration),
+        flag("APPROX"),
+        flag("MS"),
     ],
 };
 
 pub const FW_INCR: Docs = Docs {
-    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is in seconds, or a calendar unit (minute, hour, day, week, month, year) at an optional TZ offset.",
+    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is a duration, or a calendar unit (minute, hour, day, week, month, year) in an optional time zone (TZ).",
     complexity: "O(1)",
     arity: -4,
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", ArgKind::String),
-        keyword("TZ", "offset", ArgKind::String),
+        WINDOW_OR_UNIT,
         optional("quantity", Integer),
-        optional("ALIGN", Token),
-        optional("MS", Token),
+        flag("MS"),
     ],
 };
 
@@ -232,10 +305,8 @@ pub const FW_PEEK: Docs = Docs {
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("window", ArgKind::String),
-        keyword("TZ", "offset", ArgKind::String),
-        optional("ALIGN", Token),
-        optional("MS", Token),
+        WINDOW_OR_UNIT,
+        flag("MS"),
     ],
 };
 
@@ -248,7 +319,7 @@ pub const SW_RECORD: Docs = Docs {
         arg("window_ns", Integer),
         arg("at_ns", Integer),
         optional("quantity", Integer),
-        optional("APPROX", Token),
+        flag("APPROX"),
     ],
 };
 
@@ -256,19 +327,19 @@ pub const SW_LOAD: Docs = Docs {
     summary: "Replaces a sliding window with a serialized one (what an AOF rewrite emits), expiring when its newest request leaves the window.",
     complexity: "O(N) in the entries",
     arity: 3,
-    args: &[arg("key", Key), arg("payload", ArgKind::String)],
+    args: &[arg("key", Key), arg("payload", String)],
 };
 
 pub const CC_ACQUIRE: Docs = Docs {
-    summary: "Takes one of `limit` concurrent leases, expiring `lease` seconds from now unless renewed (or renews the one `id` holds); answers [limited, limit, remaining, retry_after, reset_after, id], id nil when refused.",
+    summary: "Takes one of `limit` concurrent leases, expiring `lease` from now unless renewed (or renews the one `id` holds); answers [limited, limit, remaining, retry_after, reset_after, id], id nil when refused.",
     complexity: "O(N) in the leases held",
     arity: -4,
     args: &[
         arg("key", Key),
         arg("limit", Integer),
-        arg("lease", Double),
-        keyword("ID", "id", ArgKind::String),
-        optional("MS", Token),
+        arg("lease", Duration),
+        keyword("ID", "id", String),
+        flag("MS"),
     ],
 };
 
@@ -277,21 +348,21 @@ pub const CC_RELEASE: Docs = Docs {
         "Releases the lease `id` holds: 1 if it held one, 0 if not (expired, released, unknown).",
     complexity: "O(N) in the leases held",
     arity: -3,
-    args: &[arg("key", Key), arg("id", ArgKind::String)],
+    args: &[arg("key", Key), arg("id", String)],
 };
 
 pub const CC_RENEW: Docs = Docs {
-    summary: "Extends the lease `id` holds to `lease` seconds from now: 1 if it held one, 0 if not (the slot is lost).",
+    summary: "Extends the lease `id` holds to `lease` from now: 1 if it held one, 0 if not (the slot is lost).",
     complexity: "O(N) in the leases held",
     arity: -4,
-    args: &[arg("key", Key), arg("id", ArgKind::String), arg("lease", Double)],
+    args: &[arg("key", Key), arg("id", String), arg("lease", Duration)],
 };
 
 pub const CC_PEEK: Docs = Docs {
     summary: "Answers [limited, limit, remaining, retry_after, reset_after] for the leases held now, without writing.",
     complexity: "O(N) in the leases held",
     arity: -3,
-    args: &[arg("key", Key), arg("limit", Integer), optional("MS", Token)],
+    args: &[arg("key", Key), arg("limit", Integer), flag("MS")],
 };
 
 pub const CC_HOLD: Docs = Docs {
@@ -300,7 +371,7 @@ pub const CC_HOLD: Docs = Docs {
     arity: 5,
     args: &[
         arg("key", Key),
-        arg("id", ArgKind::String),
+        arg("id", String),
         arg("expires_at_ns", Integer),
         arg("now_ns", Integer),
     ],
@@ -310,12 +381,12 @@ pub const CC_DROP: Docs = Docs {
     summary: "Releases a lease after dropping those expired at `now_ns` (the effect CC.RELEASE replicates).",
     complexity: "O(N) in the leases held",
     arity: 4,
-    args: &[arg("key", Key), arg("id", ArgKind::String), arg("now_ns", Integer)],
+    args: &[arg("key", Key), arg("id", String), arg("now_ns", Integer)],
 };
 
 pub const CC_LOAD: Docs = Docs {
     summary: "Replaces a key's leases with serialized ones (what an AOF rewrite emits), expiring with the last lease.",
     complexity: "O(N) in the leases",
     arity: 3,
-    args: &[arg("key", Key), arg("payload", ArgKind::String)],
+    args: &[arg("key", Key), arg("payload", String)],
 };

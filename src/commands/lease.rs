@@ -111,7 +111,9 @@ pub fn hold_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 /// `CC.DROP key id now_ns`: drops the leases expired at `now_ns` and
-/// `id`'s lease.
+/// `id`'s lease, when `id` holds one at `now_ns` (as it does whenever a
+/// master replicated the release); otherwise nothing changes, nothing is
+/// signalled and nothing propagates, as for a `CC.RELEASE` that answers 0.
 pub fn drop_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.expect_len(4, 4)?;
     let id = lease_id(args.word(2))?;
@@ -120,10 +122,10 @@ pub fn drop_effect(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         return Err(error::BAD_DROP);
     }
     let mut key = open_key(ctx, args, Access::Write)?;
-    if key.value::<Leases>(&LEASE_TYPE)?.is_some() {
+    if holds(&mut key, id, now)? {
         drop_lease(&mut key, id, now)?;
+        ctx.replicate_verbatim();
     }
-    ctx.replicate_verbatim();
     Ok(Reply::Ok)
 }
 
@@ -189,21 +191,19 @@ fn hold(key: &mut Key, id: &[u8], expires_at: i64, now: i64) -> Result<(), CmdEr
     expire(key, last)
 }
 
-/// The one write path of a release (the `CC.DROP` effect too): the key goes
-/// with its last lease.
+/// The one write path of a release (the `CC.DROP` effect too), for an `id`
+/// that holds a lease at `now`: the key goes with its last lease.
 fn drop_lease(key: &mut Key, id: &[u8], now: i64) -> Result<(), CmdError> {
     let Some(leases) = key.value::<Leases>(&LEASE_TYPE)? else {
         return Ok(());
     };
-    let released = leases.release(id, now);
+    leases.release(id, now);
     let last = leases.last_expiry();
     if leases.is_empty() {
         return key.delete(false);
     }
     key.changed();
-    if released {
-        key.notify(raw::NotifyEvent::MODULE, c"cc.release");
-    }
+    key.notify(raw::NotifyEvent::MODULE, c"cc.release");
     expire(key, last)
 }
 

@@ -31,6 +31,11 @@ pub struct Command {
     pub stats: &'static Stats,
     pub docs: &'static Docs,
     pub keys: Keys,
+    /// What the command does with its keys, as its key spec tells ACL.
+    pub key_use: KeyUse,
+    /// An effect the module writes for replicas and the AOF: an internal
+    /// command where the server has them, never in `@ratelimit`.
+    pub effect: bool,
     pub entry: unsafe extern "C" fn(
         *mut raw::RedisModuleCtx,
         *mut *mut raw::RedisModuleString,
@@ -46,6 +51,29 @@ pub enum Keys {
     /// `numkeys key [key ...]` from the first argument on: a key spec
     /// where the server has them, the getkeys API where it does not.
     Counted,
+}
+
+/// What a command does with its keys: the flags of its key spec, which
+/// ACL checks against read (`%R~`) and write (`%W~`) key permissions.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum KeyUse {
+    /// Answers from the value and never writes (the peeks): `RO ACCESS`,
+    /// read permission.
+    Read,
+    /// Answers from the value and updates it (limiters, refunds):
+    /// `RW ACCESS UPDATE`, read and write permission.
+    ReadUpdate,
+    /// Answers from the value and removes entries from it (a sliding
+    /// window's refund): `RW ACCESS DELETE`.
+    ReadDelete,
+    /// Updates the value and answers nothing from it: `RW UPDATE`, write
+    /// permission.
+    Update,
+    /// Removes entries from the value and answers nothing from it:
+    /// `RW DELETE`.
+    Delete,
+    /// Replaces the whole value: `OW UPDATE`.
+    Overwrite,
 }
 
 /// The shape of every single-limiter command: open the key, read the
@@ -127,11 +155,18 @@ const WRITE: &str = "write deny-oom fast";
 /// under OOM.
 const REFUND: &str = "write fast";
 const READ: &str = "readonly fast";
+/// The lease commands walk the leases held (up to the largest `limit` their
+/// callers use): linear, so not `fast`.
+const LEASE_WRITE: &str = "write deny-oom";
+const LEASE_REFUND: &str = "write";
+const LEASE_READ: &str = "readonly";
 
 pub const ALL: &[Command] = &[
     Command {
         name: "cl.throttle",
         stats: &CL_THROTTLE,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CL_THROTTLE,
         flags: WRITE,
@@ -140,6 +175,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cl.peek",
         stats: &CL_PEEK,
+        key_use: KeyUse::Read,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CL_PEEK,
         flags: READ,
@@ -148,6 +185,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cl.throttleall",
         stats: &CL_THROTTLEALL,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::Counted,
         docs: &docs::CL_THROTTLEALL,
         flags: "write deny-oom fast getkeys-api",
@@ -156,6 +195,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cl.reserve",
         stats: &CL_RESERVE,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CL_RESERVE,
         flags: WRITE,
@@ -164,6 +205,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cl.refund",
         stats: &CL_REFUND,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CL_REFUND,
         flags: REFUND,
@@ -172,6 +215,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.allow",
         stats: &SW_ALLOW,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::SW_ALLOW,
         flags: WRITE,
@@ -180,6 +225,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.peek",
         stats: &SW_PEEK,
+        key_use: KeyUse::Read,
+        effect: false,
         keys: Keys::First,
         docs: &docs::SW_PEEK,
         flags: READ,
@@ -188,6 +235,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.refund",
         stats: &SW_REFUND,
+        key_use: KeyUse::ReadDelete,
+        effect: false,
         keys: Keys::First,
         docs: &docs::SW_REFUND,
         flags: REFUND,
@@ -196,6 +245,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "fw.incr",
         stats: &FW_INCR,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::FW_INCR,
         flags: WRITE,
@@ -204,6 +255,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "fw.peek",
         stats: &FW_PEEK,
+        key_use: KeyUse::Read,
+        effect: false,
         keys: Keys::First,
         docs: &docs::FW_PEEK,
         flags: READ,
@@ -212,6 +265,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "fw.refund",
         stats: &FW_REFUND,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::FW_REFUND,
         flags: REFUND,
@@ -220,39 +275,49 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cc.acquire",
         stats: &CC_ACQUIRE,
+        key_use: KeyUse::ReadUpdate,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CC_ACQUIRE,
-        flags: WRITE,
+        flags: LEASE_WRITE,
         entry: cc_acquire,
     },
     Command {
         name: "cc.release",
         stats: &CC_RELEASE,
+        key_use: KeyUse::Delete,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CC_RELEASE,
-        flags: REFUND,
+        flags: LEASE_REFUND,
         entry: cc_release,
     },
     Command {
         name: "cc.renew",
         stats: &CC_RENEW,
+        key_use: KeyUse::Update,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CC_RENEW,
-        flags: REFUND,
+        flags: LEASE_REFUND,
         entry: cc_renew,
     },
     Command {
         name: "cc.peek",
         stats: &CC_PEEK,
+        key_use: KeyUse::Read,
+        effect: false,
         keys: Keys::First,
         docs: &docs::CC_PEEK,
-        flags: READ,
+        flags: LEASE_READ,
         entry: cc_peek,
     },
     // The effects replicas and the AOF replay for the commands above.
     Command {
         name: "sw.record",
         stats: &SW_RECORD,
+        key_use: KeyUse::Update,
+        effect: true,
         keys: Keys::First,
         docs: &docs::SW_RECORD,
         flags: "write deny-oom",
@@ -261,6 +326,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.unrecord",
         stats: &SW_UNRECORD,
+        key_use: KeyUse::Delete,
+        effect: true,
         keys: Keys::First,
         docs: &docs::SW_UNRECORD,
         flags: "write",
@@ -269,6 +336,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cc.hold",
         stats: &CC_HOLD,
+        key_use: KeyUse::Update,
+        effect: true,
         keys: Keys::First,
         docs: &docs::CC_HOLD,
         flags: "write deny-oom",
@@ -277,6 +346,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cc.drop",
         stats: &CC_DROP,
+        key_use: KeyUse::Delete,
+        effect: true,
         keys: Keys::First,
         docs: &docs::CC_DROP,
         flags: "write",
@@ -285,6 +356,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "cc.load",
         stats: &CC_LOAD,
+        key_use: KeyUse::Overwrite,
+        effect: true,
         keys: Keys::First,
         docs: &docs::CC_LOAD,
         flags: "write deny-oom",
@@ -293,6 +366,8 @@ pub const ALL: &[Command] = &[
     Command {
         name: "sw.load",
         stats: &SW_LOAD,
+        key_use: KeyUse::Overwrite,
+        effect: true,
         keys: Keys::First,
         docs: &docs::SW_LOAD,
         flags: "write deny-oom",

@@ -67,6 +67,13 @@ impl ServerVersion {
     pub fn has_7_0(&self) -> bool {
         self.has_redis(7, 0)
     }
+
+    /// Internal commands (Redis 8): the replication-only commands are
+    /// unknown to client connections, and `DEBUG MARK-INTERNAL-CLIENT`
+    /// makes a connection internal. Valkey has none.
+    pub fn has_internal_commands(&self) -> bool {
+        !self.valkey && self.major >= 8
+    }
 }
 
 /// The version of [`server_binary`], read once.
@@ -311,7 +318,22 @@ impl Server {
         Ok(c)
     }
 
+    /// A connection that may call every command, as the replication
+    /// stream and the AOF do: internal where the server has internal
+    /// commands. Tests of what clients see use [`Server::user_conn`].
     pub fn conn(&self) -> redis::Connection {
+        let mut c = self.user_conn();
+        if server_version().has_internal_commands() {
+            redis::cmd("DEBUG")
+                .arg("MARK-INTERNAL-CLIENT")
+                .query::<()>(&mut c)
+                .expect("DEBUG MARK-INTERNAL-CLIENT");
+        }
+        c
+    }
+
+    /// A client's connection, to which internal commands are unknown.
+    pub fn user_conn(&self) -> redis::Connection {
         self.try_connect().expect("connect to test server")
     }
 

@@ -45,6 +45,13 @@ impl SlidingWindow {
         self.window
     }
 
+    /// Whether a call at `now` stays within 64-bit nanoseconds: a request
+    /// recorded now leaves the window at `now + window` (see
+    /// [`crate::within_64_bits`]). [`SlidingWindow::decide`] assumes it.
+    pub fn check(&self, now: i64) -> Result<(), ParamError> {
+        check(self.window, now)
+    }
+
     /// Decides a request without changing the log.
     pub fn decide(&self, log: &Log, now: i64, quantity: i64) -> (Decision, Verdict) {
         let cutoff = now.saturating_sub(self.window);
@@ -89,6 +96,12 @@ impl SlidingWindow {
     }
 }
 
+/// Whether a request recorded at `at` leaves a window of `window` ns
+/// within 64-bit nanoseconds (see [`crate::within_64_bits`]).
+pub fn check(window: i64, at: i64) -> Result<(), ParamError> {
+    crate::within_64_bits(i128::from(at) + i128::from(window))
+}
+
 /// Applies an allowed request: drops what left the window at `at` and
 /// records the request. The same call replays the effect on replicas. On
 /// error the log is unchanged.
@@ -96,6 +109,7 @@ pub fn record(log: &mut Log, window: i64, at: i64, quantity: i64) -> Result<(), 
     if quantity < 1 || at < 0 || log.newest().is_some_and(|newest| at < newest) {
         return Err(LogError::BadEntry);
     }
+    check(window, at).map_err(|_| LogError::Overflow)?;
     let cutoff = at.saturating_sub(window);
     // What stays after the purge plus `quantity` must fit in 64 bits; only
     // when the whole log plus `quantity` would not is it worth counting.
