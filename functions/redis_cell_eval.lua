@@ -191,6 +191,7 @@ local E = {
   EXACT_KEY = 'ERR key holds an exact sliding window; APPROX needs a key of its own',
   APPROX_KEY = 'ERR key holds an APPROX sliding window; the exact log needs a key of its own',
   BAD_NUMKEYS = 'ERR invalid numkeys: must be a positive integer, with a key and a limiter for each',
+  TOO_MANY_KEYS = 'ERR invalid numkeys: at most 100 limiters in one call',
   LIMITER_COUNT = 'ERR CL.THROTTLEALL needs exactly numkeys limiters, one for each key',
   UNKNOWN_LIMITER = 'ERR unknown limiter: expected GCRA, SW or FW',
   KEY_TWICE = 'ERR a key is named twice: each limiter needs a key of its own',
@@ -511,7 +512,14 @@ end
 -- (nil for an absent key). Returns the decision ('allowed', 'limited' or
 -- 'never'), the verdict, and for 'allowed' the new TAT and its expiry (ms);
 -- or nil and the error.
+-- The end-of-64-bits rule (Gcra::check): a bucket filled now empties at
+-- now + DVT, which must be a 64-bit instant.
+function gcra.check(g, now_s, now_n)
+  return not over_i64(padd(now_s, now_n, g[3], g[4]))
+end
+
 function gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
+  if not gcra.check(g, now_s, now_n) then return nil, E.OVERFLOW end
   -- Fast path: the same steps on doubles, relative to now, when every
   -- value is a whole number far below 2^53 (a TAT within a day of now,
   -- an interval and a tolerance under 1e15 ns, a small quantity).
@@ -723,19 +731,27 @@ local function pmod(as, an, ws, wn)
 end
 fixed.pmod = pmod
 
+-- The end (ns, a pair) of a window that would start now.
+local function new_window_end(fw, now_s, now_n)
+  local kind = fw[2]
+  if kind == 'rolling' then return padd(now_s, now_n, fw[3], fw[4]) end
+  if kind == 'aligned' then
+    local rs, rn = pmod(now_s, now_n, fw[3], fw[4])
+    local es, en = psub(now_s, now_n, rs, rn)
+    return padd(es, en, fw[3], fw[4])
+  end
+  return calendar.period_end(now_s, now_n, fw[3], fw[4])
+end
+
+-- The end-of-64-bits rule (FixedWindow::check): a window starting now
+-- must end at a 64-bit instant.
+function fixed.check(fw, now_s, now_n)
+  return not over_i64(new_window_end(fw, now_s, now_n))
+end
+
 -- The end (Unix ms, rounded up) of a window that would start now.
 local function new_window_end_ms(fw, now_s, now_n)
-  local es, en
-  local kind = fw[2]
-  if kind == 'rolling' then
-    es, en = padd(now_s, now_n, fw[3], fw[4])
-  elseif kind == 'aligned' then
-    local rs, rn = pmod(now_s, now_n, fw[3], fw[4])
-    es, en = psub(now_s, now_n, rs, rn)
-    es, en = padd(es, en, fw[3], fw[4])
-  else
-    es, en = calendar.period_end(now_s, now_n, fw[3], fw[4])
-  end
+  local es, en = new_window_end(fw, now_s, now_n)
   -- ceil(end / 1e6)
   local ms = es * 1000 + floor(en / 1000000)
   if en % 1000000 > 0 then ms = ms + 1 end
@@ -764,8 +780,9 @@ end
 
 -- Decides a request of `quantity` (a pair) on the counter found (count
 -- pair cs/cn, expiry exp_ms; cs nil when absent). Returns the effect
--- ('none', 'store' with the count pair and expiry, 'expire' with the
--- expiry) and the verdict.
+-- ('none', or 'store' with the count pair and expiry), the verdict, and
+-- for a counter found without TTL the end of its window, to be set as its
+-- expiry whatever happens to the call (the repair).
 function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   if cs and not alive(exp_ms, now_s, now_n) then cs, cn, exp_ms = nil, nil, nil end
   local end_ms
@@ -786,13 +803,14 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   else
     limited, rs, rn = true, us, un
   end
-  if effect == 'none' and cs and not exp_ms then effect = 'expire' end
+  local repair
+  if cs and not exp_ms then repair = end_ms end
   local after = ptod(as, an)
   local rem = limit - after
   if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
   local ts, tn = 0, 0
   if as > 0 or (as == 0 and an > 0) then ts, tn = us, un end
-  return effect, verdict(limited, limit, rem, rs, rn, ts, tn), as, an, end_ms
+  return effect, verdict(limited, limit, rem, rs, rn, ts, tn), as, an, end_ms, repair
 end
 
 -- Gives back `quantity` to the counter found. Returns nil (nothing to
@@ -1014,7 +1032,9 @@ local function roll(v, ws, wn, now_s, now_n)
   if v then
     local vws, vwn, vss, vsn, previous, current = approx.open(v)
     if vws == ws and vwn == wn then
-      if vss == ss and vsn == sn then return ss, sn, previous, current end
+      -- A state from this window, or from a later one (the clock stepped
+      -- back), is kept as it is.
+      if ple(ss, sn, vss, vsn) then return vss, vsn, previous, current end
       local ns, nn = padd(vss, vsn, ws, wn)
       if ns == ss and nn == sn then return ss, sn, current, 0 end
     end
@@ -1073,7 +1093,11 @@ end
 -- and its expiry (ms); or nil and the error.
 function approx.decide(limit, ws, wn, v, now_s, now_n, q)
   local ss, sn, previous, current = roll(v, ws, wn, now_s, now_n)
-  local es, en = psub(now_s, now_n, ss, sn)
+  -- Decided at the start of a later window when the clock is behind it.
+  local ats, atn = now_s, now_n
+  if plt(ats, atn, ss, sn) then ats, atn = ss, sn end
+  local bs, bn = psub(ats, atn, now_s, now_n)
+  local es, en = psub(ats, atn, ss, sn)
   local used = estimate(ws, wn, previous, current, es, en)
   if not used then return nil, E.RANGE end
   local fits = limit > 0 and q >= 0 and q <= limit
@@ -1088,6 +1112,7 @@ function approx.decide(limit, ws, wn, v, now_s, now_n, q)
     decision = 'limited'
     rs, rn = wait_until_fits(limit, ws, wn, previous, current, es, en, q)
     if not rs then return nil, E.RANGE end
+    rs, rn = psat(padd(rs, rn, bs, bn))
   end
   local used_after = estimate(ws, wn, previous, after_current, es, en)
   local ts, tn
@@ -1108,6 +1133,16 @@ function approx.decide(limit, ws, wn, v, now_s, now_n, q)
     exp = approx.expire_at_ms(ws, wn, ss, sn)
   end
   return decision, verdict(decision ~= 'allowed', limit, rem, rs, rn, ts, tn), v2, exp
+end
+
+-- The end-of-64-bits rule (sliding_approx::check): the end of the window
+-- after the current one must be a 64-bit instant.
+function approx.check(ws, wn, now_s, now_n)
+  local rs, rn = fixed.pmod(now_s, now_n, ws, wn)
+  local es, en = psub(now_s, now_n, rs, rn)
+  es, en = padd(es, en, ws, wn)
+  es, en = padd(es, en, ws, wn)
+  return not over_i64(es, en)
 end
 
 -- When the key can expire: once both counts have weight zero.
@@ -1141,13 +1176,14 @@ local MAX_ID = 1024
 
 -- Scans the leases of `v` (nil: none) at `now` for `id` (nil: none):
 -- live count, whether `id` holds a live lease, the first and last live
--- expiries (pairs), and the id generator's state. nil if `v` is not one.
+-- expiries (pairs), the id generator's state, and the last live expiry of
+-- the other ids. nil if `v` is not one.
 function lease.scan(v, now_s, now_n, id)
   if not v then return 0, false, nil, nil, nil, nil, 0, 0 end
   if ssub(v, 1, 4) ~= CCL or #v < HEAD then return nil end
   local last_us, seq = sunpack('>dd', v, 5)
   local held, holds = 0, false
-  local fs, fn, ls, ln
+  local fs, fn, ls, ln, os_, on
   local pos, len = HEAD + 1, #v
   while pos <= len do
     -- A damaged string is not leases: never read past its end.
@@ -1156,13 +1192,15 @@ function lease.scan(v, now_s, now_n, id)
     if nxt + idlen - 1 > len or n >= B then return nil end
     if plt(now_s, now_n, s, n) then
       held = held + 1
-      if id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id then holds = true end
+      local mine = id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id
+      if mine then holds = true
+      elseif not os_ or plt(os_, on, s, n) then os_, on = s, n end
       if not fs or plt(s, n, fs, fn) then fs, fn = s, n end
       if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
     end
     pos = nxt + idlen
   end
-  return held, holds, fs, fn, ls, ln, last_us, seq
+  return held, holds, fs, fn, ls, ln, last_us, seq, os_, on
 end
 
 -- Acquire (Leases::acquire): 'hold' or 'refused', the verdict, and the
@@ -1170,11 +1208,12 @@ end
 function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
   local xs, xn = padd(now_s, now_n, ls_, ln_)
   if over_i64(xs, xn) then return nil, E.OVERFLOW end
-  local held, holds, fs, fn, las, lan = lease.scan(v, now_s, now_n, id)
+  local held, holds, _, _, _, _, _, _, los, lon = lease.scan(v, now_s, now_n, id)
   if held < limit or holds then
     local after = holds and held or held + 1
+    -- A renewed lease's old expiry is replaced, not kept.
     local ts, tn = xs, xn
-    if las and plt(ts, tn, las, lan) then ts, tn = las, lan end
+    if los and plt(ts, tn, los, lon) then ts, tn = los, lon end
     ts, tn = psub(ts, tn, now_s, now_n)
     local rem = limit - after
     if rem < 0 then rem = 0 end
@@ -1621,11 +1660,25 @@ local function window_state(key, approx_mode)
 end
 limiter.window_state = window_state
 
+-- The end-of-64-bits rule (Limiter::check): a call whose arithmetic
+-- would pass i64::MAX ns is refused before its key is read.
+function limiter.check(lim, now_s, now_n)
+  local kind, ok = lim[1], true
+  if kind == 'gcra' then ok = gcra.check(lim[2], now_s, now_n)
+  elseif kind == 'fixed' then ok = fixed.check(lim[2], now_s, now_n)
+  elseif kind == 'approx' then ok = approx.check(lim[3], lim[4], now_s, now_n)
+  else ok = not over_i64(padd(now_s, now_n, lim[3], lim[4])) end
+  if not ok then return nil, E.OVERFLOW end
+  return true
+end
+
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
 -- nothing. Returns { verdict, value, expire_ms, current_ms, repair }: the
 -- write (value nil for none; current_ms the expiry found), and `repair`
 -- an expiry for a counter found without TTL; or nil and the error.
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
+  local ok, cerr = limiter.check(lim, now_s, now_n)
+  if not ok then return nil, cerr end
   local kind = lim[1]
   if kind == 'gcra' then
     local found, ts, tn = store.integer(key, E.INVALID_TAT)
@@ -1642,10 +1695,9 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     if found == nil then return nil, cs end
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
-    local effect, v, as, an, end_ms = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms } end
-    if effect == 'expire' then return { v, nil, nil, nil, end_ms } end
-    return { v }
+    local effect, v, as, an, end_ms, repair = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
+    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms, repair } end
+    return { v, nil, nil, nil, repair }
   end
   local approx_mode = kind == 'approx'
   local state, err = window_state(key, approx_mode)
@@ -1665,16 +1717,21 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
   return { v }
 end
 
--- Writes what the call writes: the repair, and the write itself when the
--- call goes ahead.
+-- Writes what the call writes: the write itself when the call goes ahead
+-- (which sets the expiry a repair would), otherwise the repair.
 function limiter.apply(d, key, goes_ahead, now_ms)
-  if d[5] then store.expire_at(key, d[5]) end
-  if goes_ahead and d[2] then store.set(key, d[2], d[3], d[4], now_ms) end
+  if goes_ahead and d[2] then
+    store.set(key, d[2], d[3], d[4], now_ms)
+  elseif d[5] then
+    store.expire_at(key, d[5])
+  end
 end
 
 -- Gives back up to `quantity` on `key` and answers what the limiter's peek
 -- answers afterwards; or nil and the error.
 function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
+  local ok, cerr = limiter.check(lim, now_s, now_n)
+  if not ok then return nil, cerr end
   local kind = lim[1]
   if kind == 'gcra' then
     local found, ts, tn = store.integer(key, E.INVALID_TAT)
@@ -2032,6 +2089,7 @@ end
 
 commands['cl.throttleall'] = { 4, function(keys, argv)
   local n, last = #keys, #argv
+  if n > 100 then return nil, E.TOO_MANY_KEYS end
   if n < 1 or last < n then return nil, E.BAD_NUMKEYS end
   local seen = {}
   for j = 1, n do

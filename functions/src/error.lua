@@ -17,6 +17,7 @@ local E = {
   EXACT_KEY = 'ERR key holds an exact sliding window; APPROX needs a key of its own',
   APPROX_KEY = 'ERR key holds an APPROX sliding window; the exact log needs a key of its own',
   BAD_NUMKEYS = 'ERR invalid numkeys: must be a positive integer, with a key and a limiter for each',
+  TOO_MANY_KEYS = 'ERR invalid numkeys: at most 100 limiters in one call',
   LIMITER_COUNT = 'ERR CL.THROTTLEALL needs exactly numkeys limiters, one for each key',
   UNKNOWN_LIMITER = 'ERR unknown limiter: expected GCRA, SW or FW',
   KEY_TWICE = 'ERR a key is named twice: each limiter needs a key of its own',

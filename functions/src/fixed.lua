@@ -28,19 +28,27 @@ local function pmod(as, an, ws, wn)
 end
 fixed.pmod = pmod
 
+-- The end (ns, a pair) of a window that would start now.
+local function new_window_end(fw, now_s, now_n)
+  local kind = fw[2]
+  if kind == 'rolling' then return padd(now_s, now_n, fw[3], fw[4]) end
+  if kind == 'aligned' then
+    local rs, rn = pmod(now_s, now_n, fw[3], fw[4])
+    local es, en = psub(now_s, now_n, rs, rn)
+    return padd(es, en, fw[3], fw[4])
+  end
+  return calendar.period_end(now_s, now_n, fw[3], fw[4])
+end
+
+-- The end-of-64-bits rule (FixedWindow::check): a window starting now
+-- must end at a 64-bit instant.
+function fixed.check(fw, now_s, now_n)
+  return not over_i64(new_window_end(fw, now_s, now_n))
+end
+
 -- The end (Unix ms, rounded up) of a window that would start now.
 local function new_window_end_ms(fw, now_s, now_n)
-  local es, en
-  local kind = fw[2]
-  if kind == 'rolling' then
-    es, en = padd(now_s, now_n, fw[3], fw[4])
-  elseif kind == 'aligned' then
-    local rs, rn = pmod(now_s, now_n, fw[3], fw[4])
-    es, en = psub(now_s, now_n, rs, rn)
-    es, en = padd(es, en, fw[3], fw[4])
-  else
-    es, en = calendar.period_end(now_s, now_n, fw[3], fw[4])
-  end
+  local es, en = new_window_end(fw, now_s, now_n)
   -- ceil(end / 1e6)
   local ms = es * 1000 + floor(en / 1000000)
   if en % 1000000 > 0 then ms = ms + 1 end
@@ -69,8 +77,9 @@ end
 
 -- Decides a request of `quantity` (a pair) on the counter found (count
 -- pair cs/cn, expiry exp_ms; cs nil when absent). Returns the effect
--- ('none', 'store' with the count pair and expiry, 'expire' with the
--- expiry) and the verdict.
+-- ('none', or 'store' with the count pair and expiry), the verdict, and
+-- for a counter found without TTL the end of its window, to be set as its
+-- expiry whatever happens to the call (the repair).
 function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   if cs and not alive(exp_ms, now_s, now_n) then cs, cn, exp_ms = nil, nil, nil end
   local end_ms
@@ -91,13 +100,14 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   else
     limited, rs, rn = true, us, un
   end
-  if effect == 'none' and cs and not exp_ms then effect = 'expire' end
+  local repair
+  if cs and not exp_ms then repair = end_ms end
   local after = ptod(as, an)
   local rem = limit - after
   if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
   local ts, tn = 0, 0
   if as > 0 or (as == 0 and an > 0) then ts, tn = us, un end
-  return effect, verdict(limited, limit, rem, rs, rn, ts, tn), as, an, end_ms
+  return effect, verdict(limited, limit, rem, rs, rn, ts, tn), as, an, end_ms, repair
 end
 
 -- Gives back `quantity` to the counter found. Returns nil (nothing to

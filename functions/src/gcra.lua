@@ -51,7 +51,14 @@ end
 -- (nil for an absent key). Returns the decision ('allowed', 'limited' or
 -- 'never'), the verdict, and for 'allowed' the new TAT and its expiry (ms);
 -- or nil and the error.
+-- The end-of-64-bits rule (Gcra::check): a bucket filled now empties at
+-- now + DVT, which must be a 64-bit instant.
+function gcra.check(g, now_s, now_n)
+  return not over_i64(padd(now_s, now_n, g[3], g[4]))
+end
+
 function gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
+  if not gcra.check(g, now_s, now_n) then return nil, E.OVERFLOW end
   -- Fast path: the same steps on doubles, relative to now, when every
   -- value is a whole number far below 2^53 (a TAT within a day of now,
   -- an interval and a tolerance under 1e15 ns, a small quantity).

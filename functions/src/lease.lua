@@ -10,13 +10,14 @@ local MAX_ID = 1024
 
 -- Scans the leases of `v` (nil: none) at `now` for `id` (nil: none):
 -- live count, whether `id` holds a live lease, the first and last live
--- expiries (pairs), and the id generator's state. nil if `v` is not one.
+-- expiries (pairs), the id generator's state, and the last live expiry of
+-- the other ids. nil if `v` is not one.
 function lease.scan(v, now_s, now_n, id)
   if not v then return 0, false, nil, nil, nil, nil, 0, 0 end
   if ssub(v, 1, 4) ~= CCL or #v < HEAD then return nil end
   local last_us, seq = sunpack('>dd', v, 5)
   local held, holds = 0, false
-  local fs, fn, ls, ln
+  local fs, fn, ls, ln, os_, on
   local pos, len = HEAD + 1, #v
   while pos <= len do
     -- A damaged string is not leases: never read past its end.
@@ -25,13 +26,15 @@ function lease.scan(v, now_s, now_n, id)
     if nxt + idlen - 1 > len or n >= B then return nil end
     if plt(now_s, now_n, s, n) then
       held = held + 1
-      if id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id then holds = true end
+      local mine = id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id
+      if mine then holds = true
+      elseif not os_ or plt(os_, on, s, n) then os_, on = s, n end
       if not fs or plt(s, n, fs, fn) then fs, fn = s, n end
       if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
     end
     pos = nxt + idlen
   end
-  return held, holds, fs, fn, ls, ln, last_us, seq
+  return held, holds, fs, fn, ls, ln, last_us, seq, os_, on
 end
 
 -- Acquire (Leases::acquire): 'hold' or 'refused', the verdict, and the
@@ -39,11 +42,12 @@ end
 function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
   local xs, xn = padd(now_s, now_n, ls_, ln_)
   if over_i64(xs, xn) then return nil, E.OVERFLOW end
-  local held, holds, fs, fn, las, lan = lease.scan(v, now_s, now_n, id)
+  local held, holds, _, _, _, _, _, _, los, lon = lease.scan(v, now_s, now_n, id)
   if held < limit or holds then
     local after = holds and held or held + 1
+    -- A renewed lease's old expiry is replaced, not kept.
     local ts, tn = xs, xn
-    if las and plt(ts, tn, las, lan) then ts, tn = las, lan end
+    if los and plt(ts, tn, los, lon) then ts, tn = los, lon end
     ts, tn = psub(ts, tn, now_s, now_n)
     local rem = limit - after
     if rem < 0 then rem = 0 end

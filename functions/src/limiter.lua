@@ -132,11 +132,25 @@ local function window_state(key, approx_mode)
 end
 limiter.window_state = window_state
 
+-- The end-of-64-bits rule (Limiter::check): a call whose arithmetic
+-- would pass i64::MAX ns is refused before its key is read.
+function limiter.check(lim, now_s, now_n)
+  local kind, ok = lim[1], true
+  if kind == 'gcra' then ok = gcra.check(lim[2], now_s, now_n)
+  elseif kind == 'fixed' then ok = fixed.check(lim[2], now_s, now_n)
+  elseif kind == 'approx' then ok = approx.check(lim[3], lim[4], now_s, now_n)
+  else ok = not over_i64(padd(now_s, now_n, lim[3], lim[4])) end
+  if not ok then return nil, E.OVERFLOW end
+  return true
+end
+
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
 -- nothing. Returns { verdict, value, expire_ms, current_ms, repair }: the
 -- write (value nil for none; current_ms the expiry found), and `repair`
 -- an expiry for a counter found without TTL; or nil and the error.
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
+  local ok, cerr = limiter.check(lim, now_s, now_n)
+  if not ok then return nil, cerr end
   local kind = lim[1]
   if kind == 'gcra' then
     local found, ts, tn = store.integer(key, E.INVALID_TAT)
@@ -153,10 +167,9 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     if found == nil then return nil, cs end
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
-    local effect, v, as, an, end_ms = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms } end
-    if effect == 'expire' then return { v, nil, nil, nil, end_ms } end
-    return { v }
+    local effect, v, as, an, end_ms, repair = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
+    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms, repair } end
+    return { v, nil, nil, nil, repair }
   end
   local approx_mode = kind == 'approx'
   local state, err = window_state(key, approx_mode)
@@ -176,16 +189,21 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
   return { v }
 end
 
--- Writes what the call writes: the repair, and the write itself when the
--- call goes ahead.
+-- Writes what the call writes: the write itself when the call goes ahead
+-- (which sets the expiry a repair would), otherwise the repair.
 function limiter.apply(d, key, goes_ahead, now_ms)
-  if d[5] then store.expire_at(key, d[5]) end
-  if goes_ahead and d[2] then store.set(key, d[2], d[3], d[4], now_ms) end
+  if goes_ahead and d[2] then
+    store.set(key, d[2], d[3], d[4], now_ms)
+  elseif d[5] then
+    store.expire_at(key, d[5])
+  end
 end
 
 -- Gives back up to `quantity` on `key` and answers what the limiter's peek
 -- answers afterwards; or nil and the error.
 function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
+  local ok, cerr = limiter.check(lim, now_s, now_n)
+  if not ok then return nil, cerr end
   local kind = lim[1]
   if kind == 'gcra' then
     local found, ts, tn = store.integer(key, E.INVALID_TAT)

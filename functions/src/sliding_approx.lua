@@ -31,7 +31,9 @@ local function roll(v, ws, wn, now_s, now_n)
   if v then
     local vws, vwn, vss, vsn, previous, current = approx.open(v)
     if vws == ws and vwn == wn then
-      if vss == ss and vsn == sn then return ss, sn, previous, current end
+      -- A state from this window, or from a later one (the clock stepped
+      -- back), is kept as it is.
+      if ple(ss, sn, vss, vsn) then return vss, vsn, previous, current end
       local ns, nn = padd(vss, vsn, ws, wn)
       if ns == ss and nn == sn then return ss, sn, current, 0 end
     end
@@ -90,7 +92,11 @@ end
 -- and its expiry (ms); or nil and the error.
 function approx.decide(limit, ws, wn, v, now_s, now_n, q)
   local ss, sn, previous, current = roll(v, ws, wn, now_s, now_n)
-  local es, en = psub(now_s, now_n, ss, sn)
+  -- Decided at the start of a later window when the clock is behind it.
+  local ats, atn = now_s, now_n
+  if plt(ats, atn, ss, sn) then ats, atn = ss, sn end
+  local bs, bn = psub(ats, atn, now_s, now_n)
+  local es, en = psub(ats, atn, ss, sn)
   local used = estimate(ws, wn, previous, current, es, en)
   if not used then return nil, E.RANGE end
   local fits = limit > 0 and q >= 0 and q <= limit
@@ -105,6 +111,7 @@ function approx.decide(limit, ws, wn, v, now_s, now_n, q)
     decision = 'limited'
     rs, rn = wait_until_fits(limit, ws, wn, previous, current, es, en, q)
     if not rs then return nil, E.RANGE end
+    rs, rn = psat(padd(rs, rn, bs, bn))
   end
   local used_after = estimate(ws, wn, previous, after_current, es, en)
   local ts, tn
@@ -125,6 +132,16 @@ function approx.decide(limit, ws, wn, v, now_s, now_n, q)
     exp = approx.expire_at_ms(ws, wn, ss, sn)
   end
   return decision, verdict(decision ~= 'allowed', limit, rem, rs, rn, ts, tn), v2, exp
+end
+
+-- The end-of-64-bits rule (sliding_approx::check): the end of the window
+-- after the current one must be a 64-bit instant.
+function approx.check(ws, wn, now_s, now_n)
+  local rs, rn = fixed.pmod(now_s, now_n, ws, wn)
+  local es, en = psub(now_s, now_n, rs, rn)
+  es, en = padd(es, en, ws, wn)
+  es, en = padd(es, en, ws, wn)
+  return not over_i64(es, en)
 end
 
 -- When the key can expire: once both counts have weight zero.

@@ -27,6 +27,7 @@ end
 
 commands['cl.throttleall'] = { 4, function(keys, argv)
   local n, last = #keys, #argv
+  if n > 100 then return nil, E.TOO_MANY_KEYS end
   if n < 1 or last < n then return nil, E.BAD_NUMKEYS end
   local seen = {}
   for j = 1, n do
