@@ -1472,10 +1472,18 @@ end
 -- the options (o.q_s/o.q_n is the quantity, nil when not given), or nil
 -- and the error.
 local NO_OPTIONS = {}
+-- The options of a lone bare quantity, by its word (never changed once
+-- made): the common `CL.THROTTLE key 15 30 60 1` reads no table anew.
+local lone, lones = {}, 0
 function grammar.options(argv, from, spec, bare)
-  if from > #argv then return NO_OPTIONS end
+  local last = #argv
+  if from > last then return NO_OPTIONS end
+  if from == last and bare then
+    local o = lone[argv[from]]
+    if o then return o end
+  end
   local o = {}
-  local i, last = from, #argv
+  local i = from
   while i <= last do
     local w = argv[i]
     -- No flag or keyword starts with a digit, a sign or a dot.
@@ -1501,6 +1509,10 @@ function grammar.options(argv, from, spec, bare)
       end
     end
     i = i + 1
+  end
+  if from == last and bare and o.q_s then
+    if lones >= 1024 then lone, lones = {}, 0 end
+    lone[argv[from]], lones = o, lones + 1
   end
   return o
 end
