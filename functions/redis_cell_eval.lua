@@ -300,7 +300,7 @@ end
 -- (digits, at most one dot and 9 decimals) but too large.
 local function too_large_or_malformed(w)
   local whole, frac = smatch(w, '^[+-]?(%d+)%.?(%d*)$')
-  if whole and #frac <= 9 and (sfind(w, '%.') or frac == '') then return 'overflow' end
+  if whole and #frac <= 9 and not (sfind(w, '%.') and frac == '') then return 'overflow' end
   return 'malformed'
 end
 
