@@ -26,7 +26,6 @@ Needs redis-py (scripts/deps installs it in target/deps/python).
 
 import argparse
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -38,22 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "target" / "deps" / "python"))
 
 import redis  # noqa: E402
-
-
-def resolve_server(name: str) -> str:
-    """A server of the test matrix by name (scripts/servers), or a path."""
-    out = subprocess.run([ROOT / "scripts" / "servers"], capture_output=True, text=True).stdout
-    for line in out.splitlines():
-        known, path = line.split(" ", 1)
-        if known == name:
-            return path
-    return name
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from run import free_port, resolve_server  # noqa: E402
 
 
 class Server:

@@ -89,8 +89,9 @@ pub const MAXWAIT_MISSING: CmdError = CmdError::Reply(
 pub const NEGATIVE_MAXWAIT: CmdError = CmdError::Reply("ERR invalid MAXWAIT: must be 0 or greater");
 pub const BAD_UNRECORD: CmdError =
     CmdError::Reply("ERR invalid SW.UNRECORD: needs window >= 1, at >= 0, quantity >= 1");
-pub const BAD_TZ: CmdError =
-    CmdError::Reply("ERR invalid TZ: expected an offset from -12:00 to +14:00, such as +09:00");
+pub const BAD_TZ: CmdError = CmdError::Reply(
+    "ERR invalid TZ: expected a time zone name such as Europe/Berlin, or an offset from -12:00 to +14:00 such as +09:00",
+);
 pub const TZ_WITHOUT_CALENDAR: CmdError =
     CmdError::Reply("ERR TZ needs a calendar window: minute, hour, day, week, month or year");
 pub const LEASE_NOT_POSITIVE: CmdError =

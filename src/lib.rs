@@ -25,6 +25,7 @@ mod register;
 mod stats;
 mod store;
 mod types;
+mod zones;
 
 use redis_module::{raw, redis_module, Context, RedisString, Status};
 use types::{LEASE_TYPE, WINDOW_TYPE};
@@ -51,6 +52,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
     }
     clock::init();
     store::init();
+    zones::init();
     register::register_all(ctx)
 }
 

@@ -7,6 +7,7 @@
 use crate::error::{self, CmdError};
 use crate::store::{Arg, Key};
 use crate::types::WINDOW_TYPE;
+use crate::zones;
 use cell_core::calendar::{self, Unit};
 use cell_core::fixed::{Counter, Effect, FixedWindow};
 use cell_core::gcra::{self, Gcra};
@@ -19,7 +20,7 @@ use redis_module::raw;
 use std::ffi::CStr;
 
 /// One limit on one key.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub enum Limiter {
     Gcra(Gcra),
     Exact(SlidingWindow),
@@ -90,10 +91,11 @@ pub fn sliding(limit: &[u8], window: &[u8], approx: bool) -> Result<Limiter, Cmd
     })
 }
 
-/// `limit window [ALIGN]` or `limit unit [TZ ±hh:mm]`, validated as
+/// `limit window [ALIGN]` or `limit unit [TZ zone]`, validated as
 /// `FW.INCR` does: a calendar unit (`minute` ... `year`) in place of the
-/// window makes calendar windows, at the offset `tz` (UTC without it);
-/// they are aligned by nature, so ALIGN changes nothing for them.
+/// window makes calendar windows in the zone `tz`, a fixed offset
+/// (`+09:00`) or an IANA name (`Europe/Berlin`), UTC without it; they are
+/// aligned by nature, so ALIGN changes nothing for them.
 pub fn fixed(
     limit: &[u8],
     window: &[u8],
@@ -102,13 +104,13 @@ pub fn fixed(
 ) -> Result<Limiter, CmdError> {
     let limit = self::limit(limit)?;
     let fw = match Unit::parse(window) {
-        Some(unit) => {
-            let offset = match tz {
-                Some(word) => calendar::parse_offset(word).ok_or(error::BAD_TZ)?,
-                None => 0,
-            };
-            FixedWindow::calendar(limit, unit, offset)?
-        }
+        Some(unit) => match tz {
+            None => FixedWindow::calendar(limit, unit, 0)?,
+            Some(word) => match calendar::parse_offset(word) {
+                Some(offset) => FixedWindow::calendar(limit, unit, offset)?,
+                None => FixedWindow::zoned(limit, unit, zones::find(word).ok_or(error::BAD_TZ)?)?,
+            },
+        },
         None if tz.is_some() => return Err(error::TZ_WITHOUT_CALENDAR),
         None => FixedWindow::new(limit, self::window(window)?, align)?,
     };

@@ -1,11 +1,14 @@
 //! Calendar windows (FW.INCR ... month TZ +09:00) against Python's own
 //! calendar: the key must expire at the end of the calendar period
-//! containing the instant, in the given offset.
+//! containing the instant, in the given offset; and in named zones with
+//! daylight saving time (TZ Europe/Berlin).
 
 mod support;
 use std::io::Write;
 use std::process::{Command, Stdio};
 use support::*;
+
+const BAD_TZ: &str = "ERR invalid TZ: expected a time zone name such as Europe/Berlin, or an offset from -12:00 to +14:00 such as +09:00";
 
 /// The end of the period, in Unix ms, for each `(ns, unit, offset minutes)`,
 /// computed by Python's datetime.
@@ -175,14 +178,8 @@ fn a_monthly_quota_in_tokyo() {
         utc(2025, 1, 1, 5, 0, 0) * 1000
     );
     for (line, want) in [
-        (
-            "FW.INCR q 1 month TZ +14:01",
-            "ERR invalid TZ: expected an offset from -12:00 to +14:00, such as +09:00",
-        ),
-        (
-            "FW.INCR q 1 month TZ 09:00",
-            "ERR invalid TZ: expected an offset from -12:00 to +14:00, such as +09:00",
-        ),
+        ("FW.INCR q 1 month TZ +14:01", BAD_TZ),
+        ("FW.INCR q 1 month TZ 09:00", BAD_TZ),
         ("FW.INCR q 1 month TZ", "ERR TZ needs a value"),
         (
             "FW.INCR q 1 60 TZ +01:00",
@@ -192,12 +189,107 @@ fn a_monthly_quota_in_tokyo() {
             "FW.INCR q 1 fortnight",
             "ERR invalid window: expected seconds or a number with a unit: ms, s, m, h or d",
         ),
-        (
-            "CL.THROTTLEALL 1 q FW 1 month TZ +25:00",
-            "ERR invalid TZ: expected an offset from -12:00 to +14:00, such as +09:00",
-        ),
+        ("CL.THROTTLEALL 1 q FW 1 month TZ +25:00", BAD_TZ),
     ] {
         assert_eq!(err(c, line), want, "{line}");
     }
+    assert_eq!(cmd(c, "EXISTS q").unwrap(), Value::Int(0));
+}
+
+/// The days around Berlin's changes of clock in 2026: each key expires at
+/// the exact local midnight, whether the day lasts 24, 23 or 25 hours.
+#[test]
+fn a_daily_quota_in_berlin_across_the_clock_changes() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let h = 3_600;
+    // (now, the next local midnight), in Unix seconds.
+    let cases = [
+        // Saturday 28 March, 13:00 CET: midnight CET is 23:00 UTC.
+        (utc(2026, 3, 28, 12, 0, 0), utc(2026, 3, 28, 23, 0, 0)),
+        // Sunday 29 March lasts 23 hours: from 00:00 CET to 00:00 CEST.
+        (utc(2026, 3, 28, 23, 0, 0), utc(2026, 3, 29, 22, 0, 0)),
+        // 01:59:59 CET, the last second before the jump, and 03:00 CEST.
+        (utc(2026, 3, 29, 0, 59, 59), utc(2026, 3, 29, 22, 0, 0)),
+        (utc(2026, 3, 29, 1, 0, 0), utc(2026, 3, 29, 22, 0, 0)),
+        // Sunday 25 October lasts 25 hours: from 00:00 CEST to 00:00 CET,
+        // through 02:30 twice (CEST, then CET).
+        (utc(2026, 10, 24, 22, 0, 0), utc(2026, 10, 25, 23, 0, 0)),
+        (utc(2026, 10, 25, 0, 30, 0), utc(2026, 10, 25, 23, 0, 0)),
+        (utc(2026, 10, 25, 1, 30, 0), utc(2026, 10, 25, 23, 0, 0)),
+        (utc(2026, 10, 25, 22, 59, 59), utc(2026, 10, 25, 23, 0, 0)),
+    ];
+    for (i, (now, midnight)) in cases.into_iter().enumerate() {
+        s.set_time(now * SEC);
+        let key = format!("day{i}");
+        let reply = five(c, &format!("FW.INCR {key} 10 day TZ Europe/Berlin"));
+        assert_eq!(reply, [0, 10, 9, -1, midnight - now], "case {i}");
+        assert_eq!(expire_time_ms(c, &key), midnight * 1000, "case {i}");
+    }
+    assert_eq!(cases[1].1 - cases[1].0, 23 * h);
+    assert_eq!(cases[4].1 - cases[4].0, 25 * h);
+
+    // A quota used up late on Saturday opens again at local midnight, for
+    // the 23 hours of Sunday; names are matched in any case.
+    let line = "FW.INCR quota 2 day TZ europe/berlin";
+    s.set_time((utc(2026, 3, 28, 23, 0, 0) - 1) * SEC);
+    assert_eq!(five(c, line)[..3], [0, 2, 1]);
+    assert_eq!(five(c, line)[..3], [0, 2, 0]);
+    assert_eq!(five(c, line), [1, 2, 0, 1, 1]);
+    s.set_time(utc(2026, 3, 28, 23, 0, 0) * SEC);
+    assert_eq!(five(c, line), [0, 2, 1, -1, 23 * h]);
+    assert_eq!(
+        five(c, "FW.PEEK quota 2 day TZ Europe/Berlin MS"),
+        [0, 2, 1, -1, 23 * h * 1000]
+    );
+    assert_eq!(
+        five(c, "FW.REFUND quota 2 day 1 TZ Europe/Berlin"),
+        [0, 2, 2, -1, 0]
+    );
+
+    // An hour is a real hour: 02:00-03:00 CEST and 02:00-03:00 CET are two
+    // windows, the hours of UTC.
+    for (i, hour) in [0, 1].into_iter().enumerate() {
+        s.set_time(utc(2026, 10, 25, hour, 30, 0) * SEC);
+        let key = format!("hour{i}");
+        assert_eq!(
+            five(c, &format!("FW.INCR {key} 10 hour TZ Europe/Berlin")),
+            [0, 10, 9, -1, 1_800]
+        );
+        assert_eq!(
+            expire_time_ms(c, &key),
+            utc(2026, 10, 25, hour + 1, 0, 0) * 1000
+        );
+    }
+
+    // CL.THROTTLEALL takes the same words: a week in New York ends at
+    // Monday 00:00 EST, 2026-11-02 05:00 UTC, the day after its change.
+    s.set_time(utc(2026, 10, 31, 12, 0, 0) * SEC);
+    let v: Vec<i64> = redis::cmd("CL.THROTTLEALL")
+        .arg(&["1", "{ny}:w", "FW", "100", "week", "TZ", "America/New_York"])
+        .query(c)
+        .unwrap();
+    assert_eq!(v[..4], [0, 100, 99, -1]);
+    assert_eq!(
+        expire_time_ms(c, "{ny}:w"),
+        utc(2026, 11, 2, 5, 0, 0) * 1000
+    );
+
+    let long = format!("FW.INCR q 1 day TZ {}", "A".repeat(1000));
+    for line in [
+        "FW.INCR q 1 day TZ Mars/Base",
+        "FW.INCR q 1 day TZ localtime",
+        "FW.INCR q 1 day TZ Europe/",
+        "FW.INCR q 1 day TZ ../../../etc/passwd",
+        "FW.PEEK q 1 day TZ Europe/Berlinn",
+        "CL.THROTTLEALL 1 q FW 1 day TZ Mars/Base",
+        &long,
+    ] {
+        assert_eq!(err(c, line), BAD_TZ, "{line}");
+    }
+    assert_eq!(
+        err(c, "FW.INCR q 1 60 TZ Europe/Berlin"),
+        "ERR TZ needs a calendar window: minute, hour, day, week, month or year"
+    );
     assert_eq!(cmd(c, "EXISTS q").unwrap(), Value::Int(0));
 }

@@ -232,17 +232,6 @@ fn replicas_load_diskless_with_the_module_types() {
     }
 }
 
-/// Runs `line` on a fresh connection while another connection watches
-/// `key` in a transaction: whether the transaction was aborted.
-fn aborts_watch(s: &Server, key: &str, line: &str) -> bool {
-    let w = &mut s.conn();
-    cmd(w, &format!("WATCH {key}")).unwrap();
-    let _ = cmd(&mut s.conn(), line);
-    cmd(w, "MULTI").unwrap();
-    cmd(w, "PING").unwrap();
-    cmd(w, "EXEC").unwrap() == Value::Nil
-}
-
 /// Whether `line` sends a client-side-caching invalidation for `key` to a
 /// client that has read it (with `peek`, a read-only command).
 fn invalidates(s: &Server, key: &str, peek: &str, line: &str) -> bool {

@@ -441,17 +441,6 @@ fn renewing_to_a_shorter_lease_answers_the_shorter_reset() {
     assert_eq!(five(c, "CC.PEEK short 5"), [0, 5, 3, -1, 30]);
 }
 
-/// Runs `line` on a fresh connection while another connection watches
-/// `key` in a transaction: whether the transaction was aborted.
-fn aborts_watch(s: &Server, key: &str, line: &str) -> bool {
-    let w = &mut s.conn();
-    cmd(w, &format!("WATCH {key}")).unwrap();
-    let _ = cmd(&mut s.conn(), line);
-    cmd(w, "MULTI").unwrap();
-    cmd(w, "PING").unwrap();
-    cmd(w, "EXEC").unwrap() == Value::Nil
-}
-
 /// `CC.DROP`, `CC.RELEASE` and `CC.RENEW` of an id that holds no lease (never
 /// held, or expired) on an existing key change nothing: no write, no
 /// `WATCH` abort, no keyspace event, nothing propagated.

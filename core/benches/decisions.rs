@@ -1,9 +1,11 @@
 //! Nanoseconds per decision of each limiter, without Redis.
 
+use cell_core::calendar::{self, Unit};
 use cell_core::fixed::{Counter as FwCounter, FixedWindow};
 use cell_core::gcra::Gcra;
 use cell_core::sliding::{self, Log, SlidingWindow};
 use cell_core::sliding_approx::ApproxWindow;
+use cell_core::zoned::{self, Zones};
 use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
 
@@ -60,6 +62,39 @@ fn decisions(c: &mut Criterion) {
     };
     c.bench_function("fixed window decide", |b| {
         b.iter(|| fw.decide(black_box(Some(counter)), black_box(NOW), 1))
+    });
+
+    // A calendar window as FW.INCR builds it per call (the TZ word read,
+    // the limiter made) and decides on an absent key, which computes where
+    // the period ends: a fixed offset against a named zone through the
+    // module's cache, and the zone database's own lookup for comparison.
+    for unit in [Unit::Hour, Unit::Day, Unit::Month] {
+        c.bench_function(&format!("calendar {unit:?} TZ +01:00, new window"), |b| {
+            b.iter(|| {
+                let offset = calendar::parse_offset(black_box(b"+01:00")).unwrap();
+                let fw = FixedWindow::calendar(100, unit, offset).unwrap();
+                fw.decide(None, black_box(NOW), 1)
+            })
+        });
+        let mut zones = Zones::new();
+        c.bench_function(
+            &format!("calendar {unit:?} TZ Europe/Berlin, new window"),
+            |b| {
+                b.iter(|| {
+                    let word = black_box(&b"Europe/Berlin"[..]);
+                    let zone = zones.get(word, 1_000, zoned::find).unwrap();
+                    let fw = FixedWindow::zoned(100, unit, zone).unwrap();
+                    fw.decide(None, black_box(NOW), 1)
+                })
+            },
+        );
+    }
+    c.bench_function("zone lookup, cached", |b| {
+        let mut zones = Zones::new();
+        b.iter(|| zones.get(black_box(b"Europe/Berlin"), black_box(1_000), zoned::find))
+    });
+    c.bench_function("zone lookup, database only", |b| {
+        b.iter(|| zoned::find(black_box(b"Europe/Berlin")))
     });
 }
 

@@ -1,7 +1,8 @@
 //! Fixed window counter: at most `limit` per window, the window starting at
 //! the first allowed request on an absent key (the INCR + EXPIRE pattern),
 //! or, aligned, at multiples of `window` since the epoch, or a calendar
-//! period (day, month, ...) at a fixed offset from UTC.
+//! period (day, month, ...) at a fixed offset from UTC or in a named time
+//! zone.
 //!
 //! The state is what an INCR + EXPIRE counter holds: an integer count and
 //! the key's expiry, which is the end of its window.
@@ -9,16 +10,17 @@
 use crate::calendar::{self, Unit};
 use crate::reply::Verdict;
 use crate::saturate;
+use crate::zoned::{self, TimeZone};
 use crate::{ParamError, NANOS_PER_MILLI};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FixedWindow {
     limit: i64,
     span: Span,
 }
 
 /// Where a window that starts now ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Span {
     /// `window` ns after its first request.
     Rolling(i64),
@@ -26,6 +28,8 @@ pub enum Span {
     Aligned(i64),
     /// At the end of the calendar period, `offset` seconds ahead of UTC.
     Calendar(Unit, i64),
+    /// At the end of the calendar period in a named time zone.
+    Zoned(Unit, TimeZone),
 }
 
 /// A counter as found in its key.
@@ -82,12 +86,24 @@ impl FixedWindow {
         })
     }
 
+    /// Calendar windows: `limit >= 0` per `unit`, in a named time zone.
+    pub fn zoned(limit: i64, unit: Unit, zone: TimeZone) -> Result<Self, ParamError> {
+        if limit < 0 {
+            return Err(ParamError::Overflow);
+        }
+        Ok(Self {
+            limit,
+            span: Span::Zoned(unit, zone),
+        })
+    }
+
     /// The end (ns) of a window that would start now.
     fn new_window_end(&self, now: i64) -> i128 {
         match self.span {
             Span::Rolling(w) => i128::from(now) + i128::from(w),
             Span::Aligned(w) => (i128::from(now).div_euclid(i128::from(w)) + 1) * i128::from(w),
             Span::Calendar(unit, offset) => calendar::period_end(now, unit, offset),
+            Span::Zoned(unit, ref zone) => zoned::period_end(now, unit, zone),
         }
     }
 

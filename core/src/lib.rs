@@ -2,9 +2,10 @@
 //!
 //! Every function here maps `(old state, now, parameters)` to
 //! `(decision, new state)` over integer nanoseconds since the Unix epoch.
-//! There is no clock, no I/O, no floating point and no `unsafe`; every
-//! operation on values that came from a client or a stored key is checked,
-//! so nothing here can panic or overflow.
+//! There is no clock, no floating point and no `unsafe`, and no I/O but
+//! reading the time zone database (`zoned::find`); every operation on
+//! values that came from a client or a stored key is checked, so nothing
+//! here can panic or overflow.
 
 #![forbid(unsafe_code)]
 
@@ -19,6 +20,7 @@ pub mod reply;
 pub mod sliding;
 pub mod sliding_approx;
 pub mod window_state;
+pub mod zoned;
 
 /// Nanoseconds in one second.
 pub const NANOS_PER_SEC: i64 = 1_000_000_000;

@@ -105,7 +105,13 @@ fn too_large_or_malformed(number: &[u8]) -> DurationError {
         None => (body, &[][..]),
     };
     let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
-    if !whole.is_empty() && digits(whole) && digits(frac) && frac.len() <= 9 {
+    let has_dot = whole.len() != body.len();
+    if !whole.is_empty()
+        && digits(whole)
+        && !(has_dot && frac.is_empty())
+        && digits(frac)
+        && frac.len() <= 9
+    {
         DurationError::OutOfRange
     } else {
         DurationError::Malformed
@@ -241,6 +247,9 @@ mod tests {
             b"1x",
             b"1 s",
             b"1.ms",
+            b"5.",
+            b"99999999999.",
+            b"99999999999.s",
             b"0.0000001ms",
             b"0.0000000001s",
             b"1sm",

@@ -2,8 +2,13 @@
 //! `remaining` within `[0, limit]`.
 #![no_main]
 use cell_core::calendar::{self, Unit};
-use cell_core::{fixed, gcra, lease, sliding, sliding_approx};
+use cell_core::{fixed, gcra, lease, sliding, sliding_approx, zoned};
 use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+/// Zones with changes of every kind: DST, at midnight, back across
+/// midnight, a skipped day, 30 minutes.
+static ZONES: OnceLock<Vec<zoned::TimeZone>> = OnceLock::new();
 
 fuzz_target!(|input: [i64; 6]| {
     let [a, b, c, now, q, stored] = input;
@@ -32,6 +37,21 @@ fuzz_target!(|input: [i64; 6]| {
         if let Ok(f) = fixed::FixedWindow::calendar(b, unit, -offset) {
             let found = fixed::Counter { count: stored, expire_at_ms: None };
             let _ = f.decide(Some(found), now, q).verdict.to_reply();
+        }
+    }
+    let zones = ZONES.get_or_init(|| {
+        ["Europe/Berlin", "America/Santiago", "America/Goose_Bay", "Pacific/Apia", "Australia/Lord_Howe"]
+            .iter()
+            .filter_map(|n| zoned::find(n.as_bytes()))
+            .collect()
+    });
+    if let Some(zone) = zones.get(c.rem_euclid(5) as usize) {
+        for unit in [Unit::Minute, Unit::Hour, Unit::Day, Unit::Week, Unit::Month, Unit::Year] {
+            assert!(zoned::period_end(now, unit, zone) > i128::from(now));
+            if let Ok(f) = fixed::FixedWindow::zoned(b, unit, zone.clone()) {
+                let found = fixed::Counter { count: stored, expire_at_ms: None };
+                let _ = f.decide(Some(found), now, q).verdict.to_reply();
+            }
         }
     }
     let mut leases = lease::Leases::new();

@@ -286,7 +286,7 @@ pub const SW_PEEK: Docs = Docs {
 };
 
 pub const FW_INCR: Docs = Docs {
-    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is a duration, or a calendar unit (minute, hour, day, week, month, year) in an optional time zone (TZ).",
+    summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is a duration, or a calendar unit (minute, hour, day, week, month, year) in an optional time zone (TZ: a zone name such as Europe/Berlin, or an offset).",
     complexity: "O(1)",
     arity: -4,
     args: &[

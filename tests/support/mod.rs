@@ -688,6 +688,17 @@ pub fn replica_of(master: &Server, config: Vec<(String, String)>) -> Server {
     replica
 }
 
+/// Runs `line` on a fresh connection while another connection watches
+/// `key` in a transaction: whether the transaction was aborted.
+pub fn aborts_watch(s: &Server, key: &str, line: &str) -> bool {
+    let w = &mut s.conn();
+    cmd(w, &format!("WATCH {key}")).unwrap();
+    let _ = cmd(&mut s.conn(), line);
+    cmd(w, "MULTI").unwrap();
+    cmd(w, "PING").unwrap();
+    cmd(w, "EXEC").unwrap() == Value::Nil
+}
+
 /// The keyspace events (`event key`) that `run` fires on `s`, in order.
 pub fn keyspace_events(s: &Server, run: impl FnOnce(&mut redis::Connection)) -> Vec<String> {
     let c = &mut s.conn();
