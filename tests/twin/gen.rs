@@ -24,9 +24,6 @@ pub struct Gen {
     pub generated: Vec<Vec<u8>>,
     /// Keys per kind.
     pub keys: usize,
-    /// Only what the module's first grammar reads: durations in plain
-    /// seconds, no defects.
-    pub classic: bool,
     /// Only the limiters whose state is a plain string: CL and FW.
     pub only_strings: bool,
 }
@@ -41,7 +38,6 @@ impl Gen {
             rng: Rng(seed | 1),
             generated: Vec::new(),
             keys: 3,
-            classic: std::env::var_os("TWIN_CLASSIC").is_some(),
             only_strings: false,
         }
     }
@@ -82,7 +78,7 @@ impl Gen {
     }
 
     pub fn key(&mut self, kind: &str) -> String {
-        if self.pct(4) && !self.classic {
+        if self.pct(4) {
             // A key of another kind or type: WRONGTYPE, or a string that
             // is no TAT or counter.
             if self.pct(50) {
@@ -131,12 +127,7 @@ impl Gen {
     /// A duration: plain seconds (integers, decimals, tiny, huge) or a
     /// number with a unit.
     pub fn duration(&mut self) -> String {
-        let pick = if self.classic {
-            8 + self.below(22)
-        } else {
-            self.below(30)
-        };
-        match pick {
+        match self.below(30) {
             0 => self
                 .one(&["0.000000001", "0.000001", "0.0001", "1.000000001"])
                 .to_string(),
@@ -187,8 +178,7 @@ impl Gen {
 
     /// Options in random order, each a group of words; `MS` in random case.
     fn shuffled(&mut self, mut options: Vec<Vec<Vec<u8>>>) -> Vec<Vec<u8>> {
-        let n = if self.classic { 1 } else { options.len() };
-        for i in (1..n).rev() {
+        for i in (1..options.len()).rev() {
             let j = self.below(i as u64 + 1) as usize;
             options.swap(i, j);
         }
@@ -241,7 +231,7 @@ impl Gen {
             26 => self.cc_renew(),
             _ => self.cc_peek(),
         };
-        if !self.classic && self.pct(defect_pct) {
+        if self.pct(defect_pct) {
             self.defect(&mut words);
         }
         words
@@ -407,10 +397,9 @@ impl Gen {
             }
         }
         if calendar {
-            if self.pct(70) && !(self.classic && name == "fw.refund") {
+            if self.pct(70) {
                 let tz = self.tz();
-                // The first grammar wants TZ right after the unit.
-                options.insert(0, self.keyword("TZ", w(tz)));
+                options.push(self.keyword("TZ", w(tz)));
             }
         } else if self.pct(40) {
             options.push(self.flag("ALIGN"));
