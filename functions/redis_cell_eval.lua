@@ -150,14 +150,27 @@ local function pdiv(as, an, bs, bn)
 end
 
 -- Clamped into the i64 range, as the module's saturate().
+-- Whole seconds strictly between the bounds' are in range whatever the
+-- nanoseconds: the usual value is answered by two comparisons.
 local function psat(s, n)
+  if s < I64MAX_S and s > I64MIN_S then return s, n end
   if plt(I64MAX_S, I64MAX_N, s, n) then return I64MAX_S, I64MAX_N end
   if plt(s, n, I64MIN_S, I64MIN_N) then return I64MIN_S, I64MIN_N end
   return s, n
 end
 
 local function over_i64(s, n)
+  if s < I64MAX_S and s > I64MIN_S then return false end -- as psat
   return plt(I64MAX_S, I64MAX_N, s, n) or plt(s, n, I64MIN_S, I64MIN_N)
+end
+
+-- Whether now + d passes i64::MAX ns, for now >= 0 and d >= 0 (pairs).
+-- An instant before 9e9 s (the year 2255) plus less than 1e6 s stays
+-- below 9.001e18 ns, short of i64::MAX (9.22e18): the usual call answers
+-- without pair arithmetic.
+local function past_i64(now_s, now_n, ds, dn)
+  if now_s < 9000000000 and ds < 1000000 then return false end
+  return over_i64(padd(now_s, now_n, ds, dn))
 end
 
 -- The decimal text of a pair in the i64 range, as the module writes it.
@@ -169,6 +182,14 @@ local function ptostr(s, n)
   local hs, hn = -s - 1, B - n
   if hs == 0 then return '-' .. tostr(hn) end
   return sformat('-%d%09d', hs, hn)
+end
+
+-- A pair as redis.call takes a value: a whole number below 1e9 (a count)
+-- as the number itself, which every server writes out in its digits (see
+-- store's ms_text) with no Lua string made; otherwise its text (ptostr).
+local function parg(s, n)
+  if s == 0 then return n end
+  return ptostr(s, n)
 end
 
 -- src/error.lua
@@ -515,11 +536,11 @@ end
 -- The end-of-64-bits rule (Gcra::check): a bucket filled now empties at
 -- now + DVT, which must be a 64-bit instant.
 function gcra.check(g, now_s, now_n)
-  return not over_i64(padd(now_s, now_n, g[3], g[4]))
+  return not past_i64(now_s, now_n, g[3], g[4])
 end
 
+-- The caller has applied gcra.check (limiter.check, gcra.reserve).
 function gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
-  if not gcra.check(g, now_s, now_n) then return nil, E.OVERFLOW end
   -- Fast path: the same steps on doubles, relative to now, when every
   -- value is a whole number far below 2^53 (a TAT within a day of now,
   -- an interval and a tolerance under 1e15 ns, a small quantity).
@@ -589,6 +610,7 @@ end
 -- `max_wait`. Returns what decide returns, then the wait (a pair) when the
 -- request is admitted later ('later').
 function gcra.reserve(g, tat_s, tat_n, now_s, now_n, qs, qn, ws, wn)
+  if not gcra.check(g, now_s, now_n) then return nil, E.OVERFLOW end
   local decision, v, a, b, c = gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
   if decision ~= 'limited' then return decision, v, a, b, c end
   if plt(ws, wn, v[4], v[5]) then return decision, v end
@@ -746,6 +768,8 @@ end
 -- The end-of-64-bits rule (FixedWindow::check): a window starting now
 -- must end at a 64-bit instant.
 function fixed.check(fw, now_s, now_n)
+  -- A rolling or aligned window ends at most one window after now.
+  if fw[2] ~= 'calendar' and not past_i64(now_s, now_n, fw[3], fw[4]) then return true end
   return not over_i64(new_window_end(fw, now_s, now_n))
 end
 
@@ -888,13 +912,11 @@ local function reaching(v, from, n, target)
 end
 
 -- Decides a request (core SlidingWindow::decide) on the log `v` (nil for
--- an absent key). `limit` is a double, `ws/wn` the window, `q` the
+-- an absent key) of `n` entries above `base` (sliding.open). `limit` is a double, `ws/wn` the window, `q` the
 -- quantity (a double; above any limit when huge). Returns the decision
 -- ('allowed', 'limited', 'never'), the verdict, and for an allowed
 -- request that records, its time (a pair).
-function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
-  local n, base = 0, 0
-  if v then n, base = sliding.open(v) end
+function sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
   local cs, cn = sat_sub(now_s, now_n, ws, wn)
   local k = 0
   if n > 0 then k = until_cutoff(v, n, cs, cn) end
@@ -958,11 +980,9 @@ local function rebase(entries, base)
   return tconcat(parts)
 end
 
--- Records a request at `at` (sliding::record): the new string and the
--- key's expiry (Unix ms).
-function sliding.record(v, ws, wn, at_s, at_n, q)
-  local n, base = 0, 0
-  if v then n, base = sliding.open(v) end
+-- Records a request at `at` (sliding::record) in the log `v` of `n`
+-- entries above `base`: the new string and the key's expiry (Unix ms).
+function sliding.record(v, n, base, ws, wn, at_s, at_n, q)
   local last = cum(v, n, base)
   local cs, cn = sat_sub(at_s, at_n, ws, wn)
   local entries, nb = purge(v, n, base, cs, cn)
@@ -1368,8 +1388,11 @@ function store.expire_ms(key, now_ms)
   return now_ms + ttl
 end
 
+-- An absolute time in ms as redis.call takes it. A whole number below
+-- 1e15 goes as a number: every server writes it out in full digits (6.2
+-- and 7.0 with %.17g, later ones as an integer), and no Lua string is made.
 local function ms_text(ms)
-  if ms < 1e14 then return tostr(ms) end
+  if ms < 1e15 then return ms end
   return sformat('%.0f', ms)
 end
 
@@ -1655,14 +1678,16 @@ function limiter.limit_of(lim)
   return lim[2]
 end
 
--- A sliding window key's string, checked against the mode asked for.
+-- A sliding window key's string, checked against the mode asked for;
+-- for an exact log, also its entry count and base (sliding.open).
 local function window_state(key, approx_mode)
   local v, err = store.get(key, true)
   if err then return nil, err end
   if not v then return false end
-  if sliding.open(v) then
+  local n, base = sliding.open(v)
+  if n then
     if approx_mode then return nil, E.EXACT_KEY end
-    return v
+    return v, n, base
   end
   if approx.open(v) then
     if not approx_mode then return nil, E.APPROX_KEY end
@@ -1679,15 +1704,16 @@ function limiter.check(lim, now_s, now_n)
   if kind == 'gcra' then ok = gcra.check(lim[2], now_s, now_n)
   elseif kind == 'fixed' then ok = fixed.check(lim[2], now_s, now_n)
   elseif kind == 'approx' then ok = approx.check(lim[3], lim[4], now_s, now_n)
-  else ok = not over_i64(padd(now_s, now_n, lim[3], lim[4])) end
+  else ok = not past_i64(now_s, now_n, lim[3], lim[4]) end
   if not ok then return nil, E.OVERFLOW end
   return true
 end
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
--- nothing. Returns { verdict, value, expire_ms, current_ms, repair }: the
--- write (value nil for none; current_ms the expiry found), and `repair`
--- an expiry for a counter found without TTL; or nil and the error.
+-- nothing. Returns the verdict, then value, expire_ms, current_ms, repair:
+-- the write (value nil for none; current_ms the expiry found), and
+-- `repair` an expiry for a counter found without TTL; or nil and the
+-- error. (Several values rather than one table: no table made per call.)
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
   local ok, cerr = limiter.check(lim, now_s, now_n)
   if not ok then return nil, cerr end
@@ -1698,44 +1724,44 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     if not found then ts, tn = nil, nil end
     local decision, v, nts, ntn, exp = gcra.decide(lim[2], ts, tn, now_s, now_n, qs, qn)
     if not decision then return nil, v end
-    if decision == 'allowed' then
-      return { v, ptostr(nts, ntn), exp }
-    end
-    return { v }
+    if decision == 'allowed' then return v, ptostr(nts, ntn), exp end
+    return v
   elseif kind == 'fixed' then
     local found, cs, cn = store.integer(key, E.INVALID_COUNTER)
     if found == nil then return nil, cs end
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
     local effect, v, as, an, end_ms, repair = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms, repair } end
-    return { v, nil, nil, nil, repair }
+    if effect == 'store' then return v, parg(as, an), end_ms, exp_ms, repair end
+    return v, nil, nil, nil, repair
   end
   local approx_mode = kind == 'approx'
-  local state, err = window_state(key, approx_mode)
-  if state == nil then return nil, err end
+  local state, n, base = window_state(key, approx_mode)
+  if state == nil then return nil, n end
   local q = ptod(qs, qn)
   if approx_mode then
     local decision, v, v2, exp = approx.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
     if not decision then return nil, v end
-    if v2 then return { v, v2, exp } end
-    return { v }
+    if v2 then return v, v2, exp end
+    return v
   end
-  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
+  if not state then n, base = 0, 0 end
+  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, n, base, now_s, now_n, q)
   if at_s then
-    local v2, exp = sliding.record(state or nil, lim[3], lim[4], at_s, at_n, q)
-    return { v, v2, exp }
+    local v2, exp = sliding.record(state or nil, n, base, lim[3], lim[4], at_s, at_n, q)
+    return v, v2, exp
   end
-  return { v }
+  return v
 end
 
--- Writes what the call writes: the write itself when the call goes ahead
--- (which sets the expiry a repair would), otherwise the repair.
-function limiter.apply(d, key, goes_ahead, now_ms)
-  if goes_ahead and d[2] then
-    store.set(key, d[2], d[3], d[4], now_ms)
-  elseif d[5] then
-    store.expire_at(key, d[5])
+-- Writes what the call writes (what limiter.decide returned after the
+-- verdict): the write itself when the call goes ahead (which sets the
+-- expiry a repair would), otherwise the repair.
+function limiter.apply(key, goes_ahead, now_ms, value, exp_ms, current_ms, repair)
+  if goes_ahead and value then
+    store.set(key, value, exp_ms, current_ms, now_ms)
+  elseif repair then
+    store.expire_at(key, repair)
   end
 end
 
@@ -1761,7 +1787,7 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
       local rs, rn, exp = fixed.refund(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
       if rs then
         if rs == 0 and rn == 0 then store.delete(key)
-        else store.set(key, ptostr(rs, rn), exp, exp_ms, now_ms) end
+        else store.set(key, parg(rs, rn), exp, exp_ms, now_ms) end
       end
     end
   else
@@ -1779,9 +1805,8 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
       if v2 then store.set(key, v2, exp, nil, now_ms) else store.delete(key) end
     end
   end
-  local d, err = limiter.decide(lim, key, now_s, now_n, 0, 0)
-  if not d then return nil, err end
-  return d[1]
+  -- The peek's verdict, or nil and the error.
+  return limiter.decide(lim, key, now_s, now_n, 0, 0)
 end
 
 -- src/commands.lua
@@ -1796,10 +1821,10 @@ local commands = {}
 -- The shape of every single-limiter command (commands::single).
 local function single(key, lim, qs, qn, ms, write)
   local now_s, now_n, now_ms = store.now()
-  local d, err = limiter.decide(lim, key, now_s, now_n, qs, qn)
-  if not d then return nil, err end
-  if write then limiter.apply(d, key, not d[1][1], now_ms) end
-  return to_reply(d[1], ms)
+  local v, value, exp_ms, current_ms, repair = limiter.decide(lim, key, now_s, now_n, qs, qn)
+  if not v then return nil, value end
+  if write then limiter.apply(key, not v[1], now_ms, value, exp_ms, current_ms, repair) end
+  return to_reply(v, ms)
 end
 
 local function quantity_of(o)
@@ -2147,13 +2172,16 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
   local now_s, now_n, now_ms = store.now()
   local decided, verdicts = {}, {}
   for j = 1, n do
-    local d, err = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
-    if not d then return nil, err end
-    decided[j], verdicts[j] = d, d[1]
+    local v, value, exp_ms, current_ms, repair = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
+    if not v then return nil, value end
+    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair }, v
   end
   local b = binding_of(verdicts)
   local goes_ahead = not verdicts[b][1]
-  for j = 1, n do limiter.apply(decided[j], keys[j], goes_ahead, now_ms) end
+  for j = 1, n do
+    local d = decided[j]
+    limiter.apply(keys[j], goes_ahead, now_ms, d[1], d[2], d[3], d[4])
+  end
   local reply = to_reply(verdicts[b], co.MS)
   reply[6] = b
   return reply

@@ -9,10 +9,10 @@ local commands = {}
 -- The shape of every single-limiter command (commands::single).
 local function single(key, lim, qs, qn, ms, write)
   local now_s, now_n, now_ms = store.now()
-  local d, err = limiter.decide(lim, key, now_s, now_n, qs, qn)
-  if not d then return nil, err end
-  if write then limiter.apply(d, key, not d[1][1], now_ms) end
-  return to_reply(d[1], ms)
+  local v, value, exp_ms, current_ms, repair = limiter.decide(lim, key, now_s, now_n, qs, qn)
+  if not v then return nil, value end
+  if write then limiter.apply(key, not v[1], now_ms, value, exp_ms, current_ms, repair) end
+  return to_reply(v, ms)
 end
 
 local function quantity_of(o)

@@ -43,6 +43,8 @@ end
 -- The end-of-64-bits rule (FixedWindow::check): a window starting now
 -- must end at a 64-bit instant.
 function fixed.check(fw, now_s, now_n)
+  -- A rolling or aligned window ends at most one window after now.
+  if fw[2] ~= 'calendar' and not past_i64(now_s, now_n, fw[3], fw[4]) then return true end
   return not over_i64(new_window_end(fw, now_s, now_n))
 end
 

@@ -54,11 +54,11 @@ end
 -- The end-of-64-bits rule (Gcra::check): a bucket filled now empties at
 -- now + DVT, which must be a 64-bit instant.
 function gcra.check(g, now_s, now_n)
-  return not over_i64(padd(now_s, now_n, g[3], g[4]))
+  return not past_i64(now_s, now_n, g[3], g[4])
 end
 
+-- The caller has applied gcra.check (limiter.check, gcra.reserve).
 function gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
-  if not gcra.check(g, now_s, now_n) then return nil, E.OVERFLOW end
   -- Fast path: the same steps on doubles, relative to now, when every
   -- value is a whole number far below 2^53 (a TAT within a day of now,
   -- an interval and a tolerance under 1e15 ns, a small quantity).
@@ -128,6 +128,7 @@ end
 -- `max_wait`. Returns what decide returns, then the wait (a pair) when the
 -- request is admitted later ('later').
 function gcra.reserve(g, tat_s, tat_n, now_s, now_n, qs, qn, ws, wn)
+  if not gcra.check(g, now_s, now_n) then return nil, E.OVERFLOW end
   local decision, v, a, b, c = gcra.decide(g, tat_s, tat_n, now_s, now_n, qs, qn)
   if decision ~= 'limited' then return decision, v, a, b, c end
   if plt(ws, wn, v[4], v[5]) then return decision, v end

@@ -115,14 +115,16 @@ function limiter.limit_of(lim)
   return lim[2]
 end
 
--- A sliding window key's string, checked against the mode asked for.
+-- A sliding window key's string, checked against the mode asked for;
+-- for an exact log, also its entry count and base (sliding.open).
 local function window_state(key, approx_mode)
   local v, err = store.get(key, true)
   if err then return nil, err end
   if not v then return false end
-  if sliding.open(v) then
+  local n, base = sliding.open(v)
+  if n then
     if approx_mode then return nil, E.EXACT_KEY end
-    return v
+    return v, n, base
   end
   if approx.open(v) then
     if not approx_mode then return nil, E.APPROX_KEY end
@@ -139,15 +141,16 @@ function limiter.check(lim, now_s, now_n)
   if kind == 'gcra' then ok = gcra.check(lim[2], now_s, now_n)
   elseif kind == 'fixed' then ok = fixed.check(lim[2], now_s, now_n)
   elseif kind == 'approx' then ok = approx.check(lim[3], lim[4], now_s, now_n)
-  else ok = not over_i64(padd(now_s, now_n, lim[3], lim[4])) end
+  else ok = not past_i64(now_s, now_n, lim[3], lim[4]) end
   if not ok then return nil, E.OVERFLOW end
   return true
 end
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
--- nothing. Returns { verdict, value, expire_ms, current_ms, repair }: the
--- write (value nil for none; current_ms the expiry found), and `repair`
--- an expiry for a counter found without TTL; or nil and the error.
+-- nothing. Returns the verdict, then value, expire_ms, current_ms, repair:
+-- the write (value nil for none; current_ms the expiry found), and
+-- `repair` an expiry for a counter found without TTL; or nil and the
+-- error. (Several values rather than one table: no table made per call.)
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
   local ok, cerr = limiter.check(lim, now_s, now_n)
   if not ok then return nil, cerr end
@@ -158,44 +161,44 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     if not found then ts, tn = nil, nil end
     local decision, v, nts, ntn, exp = gcra.decide(lim[2], ts, tn, now_s, now_n, qs, qn)
     if not decision then return nil, v end
-    if decision == 'allowed' then
-      return { v, ptostr(nts, ntn), exp }
-    end
-    return { v }
+    if decision == 'allowed' then return v, ptostr(nts, ntn), exp end
+    return v
   elseif kind == 'fixed' then
     local found, cs, cn = store.integer(key, E.INVALID_COUNTER)
     if found == nil then return nil, cs end
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
     local effect, v, as, an, end_ms, repair = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return { v, ptostr(as, an), end_ms, exp_ms, repair } end
-    return { v, nil, nil, nil, repair }
+    if effect == 'store' then return v, parg(as, an), end_ms, exp_ms, repair end
+    return v, nil, nil, nil, repair
   end
   local approx_mode = kind == 'approx'
-  local state, err = window_state(key, approx_mode)
-  if state == nil then return nil, err end
+  local state, n, base = window_state(key, approx_mode)
+  if state == nil then return nil, n end
   local q = ptod(qs, qn)
   if approx_mode then
     local decision, v, v2, exp = approx.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
     if not decision then return nil, v end
-    if v2 then return { v, v2, exp } end
-    return { v }
+    if v2 then return v, v2, exp end
+    return v
   end
-  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, now_s, now_n, q)
+  if not state then n, base = 0, 0 end
+  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, n, base, now_s, now_n, q)
   if at_s then
-    local v2, exp = sliding.record(state or nil, lim[3], lim[4], at_s, at_n, q)
-    return { v, v2, exp }
+    local v2, exp = sliding.record(state or nil, n, base, lim[3], lim[4], at_s, at_n, q)
+    return v, v2, exp
   end
-  return { v }
+  return v
 end
 
--- Writes what the call writes: the write itself when the call goes ahead
--- (which sets the expiry a repair would), otherwise the repair.
-function limiter.apply(d, key, goes_ahead, now_ms)
-  if goes_ahead and d[2] then
-    store.set(key, d[2], d[3], d[4], now_ms)
-  elseif d[5] then
-    store.expire_at(key, d[5])
+-- Writes what the call writes (what limiter.decide returned after the
+-- verdict): the write itself when the call goes ahead (which sets the
+-- expiry a repair would), otherwise the repair.
+function limiter.apply(key, goes_ahead, now_ms, value, exp_ms, current_ms, repair)
+  if goes_ahead and value then
+    store.set(key, value, exp_ms, current_ms, now_ms)
+  elseif repair then
+    store.expire_at(key, repair)
   end
 end
 
@@ -221,7 +224,7 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
       local rs, rn, exp = fixed.refund(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
       if rs then
         if rs == 0 and rn == 0 then store.delete(key)
-        else store.set(key, ptostr(rs, rn), exp, exp_ms, now_ms) end
+        else store.set(key, parg(rs, rn), exp, exp_ms, now_ms) end
       end
     end
   else
@@ -239,7 +242,6 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
       if v2 then store.set(key, v2, exp, nil, now_ms) else store.delete(key) end
     end
   end
-  local d, err = limiter.decide(lim, key, now_s, now_n, 0, 0)
-  if not d then return nil, err end
-  return d[1]
+  -- The peek's verdict, or nil and the error.
+  return limiter.decide(lim, key, now_s, now_n, 0, 0)
 end

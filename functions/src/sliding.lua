@@ -60,13 +60,11 @@ local function reaching(v, from, n, target)
 end
 
 -- Decides a request (core SlidingWindow::decide) on the log `v` (nil for
--- an absent key). `limit` is a double, `ws/wn` the window, `q` the
+-- an absent key) of `n` entries above `base` (sliding.open). `limit` is a double, `ws/wn` the window, `q` the
 -- quantity (a double; above any limit when huge). Returns the decision
 -- ('allowed', 'limited', 'never'), the verdict, and for an allowed
 -- request that records, its time (a pair).
-function sliding.decide(limit, ws, wn, v, now_s, now_n, q)
-  local n, base = 0, 0
-  if v then n, base = sliding.open(v) end
+function sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
   local cs, cn = sat_sub(now_s, now_n, ws, wn)
   local k = 0
   if n > 0 then k = until_cutoff(v, n, cs, cn) end
@@ -130,11 +128,9 @@ local function rebase(entries, base)
   return tconcat(parts)
 end
 
--- Records a request at `at` (sliding::record): the new string and the
--- key's expiry (Unix ms).
-function sliding.record(v, ws, wn, at_s, at_n, q)
-  local n, base = 0, 0
-  if v then n, base = sliding.open(v) end
+-- Records a request at `at` (sliding::record) in the log `v` of `n`
+-- entries above `base`: the new string and the key's expiry (Unix ms).
+function sliding.record(v, n, base, ws, wn, at_s, at_n, q)
   local last = cum(v, n, base)
   local cs, cn = sat_sub(at_s, at_n, ws, wn)
   local entries, nb = purge(v, n, base, cs, cn)

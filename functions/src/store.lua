@@ -64,8 +64,11 @@ function store.expire_ms(key, now_ms)
   return now_ms + ttl
 end
 
+-- An absolute time in ms as redis.call takes it. A whole number below
+-- 1e15 goes as a number: every server writes it out in full digits (6.2
+-- and 7.0 with %.17g, later ones as an integer), and no Lua string is made.
 local function ms_text(ms)
-  if ms < 1e14 then return tostr(ms) end
+  if ms < 1e15 then return ms end
   return sformat('%.0f', ms)
 end
 

@@ -73,13 +73,16 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
   local now_s, now_n, now_ms = store.now()
   local decided, verdicts = {}, {}
   for j = 1, n do
-    local d, err = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
-    if not d then return nil, err end
-    decided[j], verdicts[j] = d, d[1]
+    local v, value, exp_ms, current_ms, repair = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
+    if not v then return nil, value end
+    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair }, v
   end
   local b = binding_of(verdicts)
   local goes_ahead = not verdicts[b][1]
-  for j = 1, n do limiter.apply(decided[j], keys[j], goes_ahead, now_ms) end
+  for j = 1, n do
+    local d = decided[j]
+    limiter.apply(keys[j], goes_ahead, now_ms, d[1], d[2], d[3], d[4])
+  end
   local reply = to_reply(verdicts[b], co.MS)
   reply[6] = b
   return reply

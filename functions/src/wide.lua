@@ -124,14 +124,27 @@ local function pdiv(as, an, bs, bn)
 end
 
 -- Clamped into the i64 range, as the module's saturate().
+-- Whole seconds strictly between the bounds' are in range whatever the
+-- nanoseconds: the usual value is answered by two comparisons.
 local function psat(s, n)
+  if s < I64MAX_S and s > I64MIN_S then return s, n end
   if plt(I64MAX_S, I64MAX_N, s, n) then return I64MAX_S, I64MAX_N end
   if plt(s, n, I64MIN_S, I64MIN_N) then return I64MIN_S, I64MIN_N end
   return s, n
 end
 
 local function over_i64(s, n)
+  if s < I64MAX_S and s > I64MIN_S then return false end -- as psat
   return plt(I64MAX_S, I64MAX_N, s, n) or plt(s, n, I64MIN_S, I64MIN_N)
+end
+
+-- Whether now + d passes i64::MAX ns, for now >= 0 and d >= 0 (pairs).
+-- An instant before 9e9 s (the year 2255) plus less than 1e6 s stays
+-- below 9.001e18 ns, short of i64::MAX (9.22e18): the usual call answers
+-- without pair arithmetic.
+local function past_i64(now_s, now_n, ds, dn)
+  if now_s < 9000000000 and ds < 1000000 then return false end
+  return over_i64(padd(now_s, now_n, ds, dn))
 end
 
 -- The decimal text of a pair in the i64 range, as the module writes it.
@@ -143,4 +156,12 @@ local function ptostr(s, n)
   local hs, hn = -s - 1, B - n
   if hs == 0 then return '-' .. tostr(hn) end
   return sformat('-%d%09d', hs, hn)
+end
+
+-- A pair as redis.call takes a value: a whole number below 1e9 (a count)
+-- as the number itself, which every server writes out in its digits (see
+-- store's ms_text) with no Lua string made; otherwise its text (ptostr).
+local function parg(s, n)
+  if s == 0 then return n end
+  return ptostr(s, n)
 end
