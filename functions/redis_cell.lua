@@ -915,15 +915,17 @@ end
 -- an absent key) of `n` entries above `base` (sliding.open). `limit` is a double, `ws/wn` the window, `q` the
 -- quantity (a double; above any limit when huge). Returns the decision
 -- ('allowed', 'limited', 'never'), the verdict, and for an allowed
--- request that records, its time (a pair).
+-- request that records, its time (a pair) and, when that time is now, the
+-- number of entries at or before now - window (what record drops).
 function sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
   local cs, cn = sat_sub(now_s, now_n, ws, wn)
   local k = 0
   if n > 0 then k = until_cutoff(v, n, cs, cn) end
-  local cum_k, cum_n = cum(v, k, base), cum(v, n, base)
+  -- The newest entry: its time and the cumulated quantity of the log.
+  local ns_, nn, cum_n = nil, nil, base
+  if n > 0 then ns_, nn, cum_n = entry(v, n) end
+  local cum_k = cum(v, k, base)
   local in_window = cum_n - cum_k
-  local ns_, nn
-  if n > 0 then ns_, nn = entry(v, n) end
   local live_s, live_n
   if ns_ and plt(cs, cn, ns_, nn) then live_s, live_n = ns_, nn end
 
@@ -959,14 +961,16 @@ function sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
     ts, tn = sat_sub(ts, tn, now_s, now_n)
     if ts < 0 then ts, tn = 0, 0 end
   end
-  return decision, verdict(decision ~= 'allowed', limit, rem, rs, rn, ts, tn), at_s, at_n
+  local dropped
+  if at_s == now_s and at_n == now_n then dropped = k end
+  return decision, verdict(decision ~= 'allowed', limit, rem, rs, rn, ts, tn), at_s, at_n, dropped
 end
 
--- Drops the entries at or before `cutoff`: the kept entries (a string)
--- and the new base.
-local function purge(v, n, base, cs, cn)
+-- Drops the entries at or before `cutoff` (`k` of them, when known): the
+-- kept entries (a string) and the new base.
+local function purge(v, n, base, cs, cn, k)
   if not v or n == 0 then return '', base end
-  local k = until_cutoff(v, n, cs, cn)
+  k = k or until_cutoff(v, n, cs, cn)
   return ssub(v, HEAD + k * ENTRY + 1), cum(v, k, base)
 end
 
@@ -981,11 +985,13 @@ local function rebase(entries, base)
 end
 
 -- Records a request at `at` (sliding::record) in the log `v` of `n`
--- entries above `base`: the new string and the key's expiry (Unix ms).
-function sliding.record(v, n, base, ws, wn, at_s, at_n, q)
+-- entries above `base`, `dropped` of them at or before at - window when
+-- the caller knows it (sliding.decide): the new string and the key's
+-- expiry (Unix ms).
+function sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
   local last = cum(v, n, base)
   local cs, cn = sat_sub(at_s, at_n, ws, wn)
-  local entries, nb = purge(v, n, base, cs, cn)
+  local entries, nb = purge(v, n, base, cs, cn, dropped)
   if last + q >= 9007199254740992 then
     entries, last, nb = rebase(entries, nb), last - nb, 0
   end
@@ -1746,9 +1752,9 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     return v
   end
   if not state then n, base = 0, 0 end
-  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, n, base, now_s, now_n, q)
+  local decision, v, at_s, at_n, dropped = sliding.decide(lim[2], lim[3], lim[4], state or nil, n, base, now_s, now_n, q)
   if at_s then
-    local v2, exp = sliding.record(state or nil, n, base, lim[3], lim[4], at_s, at_n, q)
+    local v2, exp = sliding.record(state or nil, n, base, lim[3], lim[4], at_s, at_n, q, dropped)
     return v, v2, exp
   end
   return v

@@ -183,9 +183,9 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     return v
   end
   if not state then n, base = 0, 0 end
-  local decision, v, at_s, at_n = sliding.decide(lim[2], lim[3], lim[4], state or nil, n, base, now_s, now_n, q)
+  local decision, v, at_s, at_n, dropped = sliding.decide(lim[2], lim[3], lim[4], state or nil, n, base, now_s, now_n, q)
   if at_s then
-    local v2, exp = sliding.record(state or nil, n, base, lim[3], lim[4], at_s, at_n, q)
+    local v2, exp = sliding.record(state or nil, n, base, lim[3], lim[4], at_s, at_n, q, dropped)
     return v, v2, exp
   end
   return v
