@@ -51,7 +51,7 @@ fn python_servers() -> [Server; 2] {
     [
         Server::start(),
         Server::with(Options {
-            no_module: true,
+            without_module: true,
             ..Options::default()
         }),
     ]

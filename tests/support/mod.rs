@@ -142,8 +142,6 @@ pub struct Server {
     pub dir: PathBuf,
     child: Child,
     clock: PathBuf,
-    /// Whether the module is loaded.
-    module: bool,
 }
 
 /// How to start a server.
@@ -155,8 +153,9 @@ pub struct Options {
     pub dir: Option<PathBuf>,
     /// Start with the real clock instead of the controlled one.
     pub real_clock: bool,
-    /// Start without the module (a server as managed services run it).
-    pub no_module: bool,
+    /// A plain server, without the module (what an operator who unloaded
+    /// it has, or a managed service).
+    pub without_module: bool,
 }
 
 impl Server {
@@ -183,11 +182,7 @@ impl Server {
 
     /// A started server, or how it exited before answering.
     fn try_with(opts: Options) -> Result<Self, (std::process::ExitStatus, String)> {
-        let module = if opts.no_module {
-            None
-        } else {
-            Some(module_path())
-        };
+        let module = module_path();
         let dir = opts.dir.clone().unwrap_or_else(fresh_dir);
         fs::create_dir_all(&dir).expect("create server dir");
         let clock = dir.join("clock");
@@ -201,7 +196,7 @@ impl Server {
         // server's bind: start again on another port when that happens.
         for _ in 0..10 {
             let port = free_port();
-            match Self::spawn(&opts, module.as_deref(), &dir, &clock, port) {
+            match Self::spawn(&opts, &module, &dir, &clock, port) {
                 Ok(Some(server)) => return Ok(server),
                 Ok(None) => continue,
                 Err(exit) => return Err(exit),
@@ -213,7 +208,7 @@ impl Server {
     /// Starts a server on `port`; `None` if the port was taken meanwhile.
     fn spawn(
         opts: &Options,
-        module: Option<&Path>,
+        module: &Path,
         dir: &Path,
         clock: &Path,
         port: u16,
@@ -227,8 +222,11 @@ impl Server {
             .arg("--bind")
             .arg("127.0.0.1")
             .arg("--dir")
-            .arg(&dir)
-            .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
+            .arg(&dir);
+        if !opts.without_module {
+            cmd.arg("--loadmodule").arg(module);
+        }
+        cmd.args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             // Replication timers run on the wall clock, which tests freeze.
             .args(["--repl-diskless-sync-delay", "0"])
             .arg("--logfile")
@@ -243,9 +241,6 @@ impl Server {
                     .map(Stdio::from)
                     .unwrap_or_else(|_| Stdio::null()),
             );
-        if let Some(module) = module {
-            cmd.arg("--loadmodule").arg(module);
-        }
         if server_version().has_7_0() {
             // For DEBUG DIGEST comparisons (always allowed before 7.0).
             cmd.args(["--enable-debug-command", "local"]);
@@ -261,16 +256,15 @@ impl Server {
             dir,
             child,
             clock,
-            module: module.is_some(),
         };
-        Ok(server.wait_ready()?.then_some(server))
+        Ok(server.wait_ready(!opts.without_module)?.then_some(server))
     }
 
     /// Waits (bounded) until this very process answers PING with the module
-    /// loaded; `false` if it could not bind its port, and its exit status
-    /// and log if it exited for any other reason (a module that fails to
-    /// load, a file it refuses).
-    fn wait_ready(&mut self) -> Result<bool, (std::process::ExitStatus, String)> {
+    /// loaded (if `module`); `false` if it could not bind its port, and its
+    /// exit status and log if it exited for any other reason (a module that
+    /// fails to load, a file it refuses).
+    fn wait_ready(&mut self, module: bool) -> Result<bool, (std::process::ExitStatus, String)> {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -296,8 +290,8 @@ impl Server {
                 if let (Some(true), Ok(modules)) = (pid.map(|p| p == self.child.id()), modules) {
                     assert_eq!(
                         format!("{modules:?}").contains("redis-cell"),
-                        self.module,
-                        "module loaded or not as asked: {modules:?}"
+                        module,
+                        "modules loaded: {modules:?}"
                     );
                     return Ok(true);
                 }
