@@ -100,11 +100,7 @@ fn switching(seed: u64, steps: usize) {
         );
         for k in key_range(&words) {
             let (m, t) = (state(c, &reference(&words[k])), state(c, &words[k]));
-            // A state expiring in this millisecond: see
-            // twin::diff::state_difference.
-            let expiring = (m.0 == t.0 && m.2 == 0 && t.2 == 1 && m.1 == t.1)
-                || (m.0 == "none" && t.2 == 0)
-                || (t.0 == "none" && m.2 == 0);
+            let expiring = twin::diff::same_but_expiring(&m, &t);
             assert!(
                 m == t || expiring,
                 "state of {} differs\nmodule alone: {m:?}\nswitching:    {t:?}\n{}",
