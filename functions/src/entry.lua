@@ -9,9 +9,15 @@ end
 local function entry(name)
   local c = commands[name]
   local required, run, multi = c[1], c[2], c[4]
+  local flat = fast[name]
   return function(keys, argv)
     if not floor then init() end
     if #keys + #argv < required then return rerror(wrong_arity(name)) end
+    -- The common form's flat path (fast.lua); nil sends the call on here.
+    if flat then
+      local reply = flat(keys, argv)
+      if reply then return reply end
+    end
     local reply, err
     if multi then
       reply, err = run(keys, argv)
