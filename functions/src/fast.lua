@@ -16,10 +16,38 @@
 
 local fast = {}
 
--- A quantity word this path reads: plain digits, below 1e9.
+-- limiter.cached by the words themselves: nested tables rather than one
+-- joined string, so a hit makes no string. Filled from limiter.cached
+-- only (a limiter depends on its words alone); bounded as that is.
+local by_words, by_words_n = {}, 0
+
+local function cached_by_words(kind, a, b, c)
+  local t = by_words[a]
+  t = t and t[b]
+  t = t and t[c]
+  if t then return t end
+  local lim = limiter.cached(kind .. a .. '\0' .. b .. '\0' .. (c ~= 0 and c or ''))
+  if not lim then return nil end
+  if by_words_n >= 4096 then by_words, by_words_n = {}, 0 end
+  local ta = by_words[a]
+  if not ta then ta = {}; by_words[a] = ta end
+  local tb = ta[b]
+  if not tb then tb = {}; ta[b] = tb end
+  tb[c] = lim
+  by_words_n = by_words_n + 1
+  return lim
+end
+
+-- A quantity word this path reads: plain digits, below 1e9 (remembered
+-- by its word, as parse.lua's integer() remembers short words).
+local quantities, quantities_n = {}, 0
 local function plain_quantity(w)
-  if #w <= 9 and sfind(w, '^%d+$') then return tonum(w) end
-  return nil
+  local q = quantities[w]
+  if q ~= nil then return q end
+  q = #w <= 9 and sfind(w, '^%d+$') and tonum(w) or false
+  if quantities_n >= 1024 then quantities, quantities_n = {}, 0 end
+  quantities[w], quantities_n = q, quantities_n + 1
+  return q
 end
 
 -- grammar.options for `[quantity] [MS]` in any order after the first
@@ -49,7 +77,7 @@ fast['cl.throttle'] = function(keys, argv)
   local q, ms = plain_options(argv, 4)
   if not q then return nil end
   -- gcra_of: only a limiter parsed before (cached_limiter's hit).
-  local lim = limiter.cached('G' .. argv[1] .. '\0' .. argv[2] .. '\0' .. argv[3])
+  local lim = cached_by_words('G', argv[1], argv[2], argv[3])
   if not lim then return nil end
   local g = lim[2]
   local e, t = g[6], g[7]
@@ -112,7 +140,7 @@ fast['fw.incr'] = function(keys, argv)
   local q, ms = plain_options(argv, 3)
   if not q then return nil end
   -- fixed_of: only a rolling window parsed before (cached_limiter's hit).
-  local lim = limiter.cached('F' .. argv[1] .. '\0' .. argv[2] .. '\0')
+  local lim = cached_by_words('F', argv[1], argv[2], 0)
   if not lim then return nil end
   local fw = lim[2]
   if fw[2] ~= 'rolling' then return nil end
