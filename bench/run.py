@@ -16,6 +16,13 @@ micro-benchmarks and the APPROX error table.
     bench/run.py --rounds 1 --requests 200000 --no-micro --huge 1000000   # quick look
     bench/run.py --server redis-8.2   # another server of scripts/servers (a name or a path)
 
+The Functions twin (functions/) is loaded into the same server and measured
+beside the module's commands and the simple scripts of bench/lua: FCALL on
+Redis 7.0 and later and on Valkey, EVALSHA of functions/redis_cell_eval.lua
+before (Redis 6.2). `--pin` runs the server on core 0 and the load
+generators on core 1 (taskset), which steadies the ratios on a shared
+machine.
+
 Set CELL_REFERENCE_MODULE=/path/to/other/libredis_cell.so to measure another
 module's CL.THROTTLE (e.g. the original redis-cell) on its own server in the
 same run.
@@ -47,6 +54,11 @@ LATENCY_REQUESTS = 200_000
 sys.path.insert(0, str(ROOT / "target" / "deps" / "python"))
 # The server binary, set from --server in main().
 SERVER = "redis-server"
+# Command prefixes that pin the server and the load generators to cores
+# (--pin), empty otherwise.
+PIN_SERVER: list = []
+PIN_CLIENT: list = []
+TWIN = ROOT / "functions"
 
 
 def resolve_server(name: str) -> str:
@@ -74,7 +86,7 @@ class Server:
         self.port = free_port()
         # Its own directory: SAVE in the huge-log test writes dump.rdb there.
         self.dir = tempfile.TemporaryDirectory(prefix="redis-cell-bench-")
-        command = [SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
+        command = [*PIN_SERVER, SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
                    "--save", "", "--appendonly", "no"]
         for m in modules:
             command += ["--loadmodule", str(m)]
@@ -98,10 +110,13 @@ class Server:
 
 def redis_benchmark(port: int, command: list, args, clients=None, requests=None) -> float:
     out = subprocess.run(
-        ["redis-benchmark", "-p", str(port), "-c", str(clients or args.clients), "-P", str(args.pipeline),
+        [*PIN_CLIENT, "redis-benchmark", "-p", str(port), "-c", str(clients or args.clients), "-P", str(args.pipeline),
          "-n", str(requests or args.requests), "-r", str(KEYSPACE), "--csv", *map(str, command)],
-        capture_output=True, text=True, check=True,
-    ).stdout
+        capture_output=True, text=True,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"redis-benchmark {command} failed: {out.stdout[-500:]} {out.stderr[-500:]}")
+    out = out.stdout
     for line in out.splitlines():
         fields = [f.strip('"') for f in line.split(",")]
         if len(fields) > 1 and fields[0] != "test":
@@ -116,16 +131,48 @@ def loadgen(port: int, commands: list, args, clients=None, requests=None) -> flo
             words.append(";")
         words += map(str, c)
     out = subprocess.run(
-        [LOADGEN, "--port", str(port), "--clients", str(clients or args.clients), "--pipeline", str(args.pipeline),
+        [*PIN_CLIENT, LOADGEN, "--port", str(port), "--clients", str(clients or args.clients), "--pipeline", str(args.pipeline),
          "--requests", str(requests or args.requests // 2), "--keyspace", str(KEYSPACE), *words],
         capture_output=True, text=True, check=True,
     ).stdout
     return float(out.strip())
 
 
+def load_twin(r):
+    """Loads the twin: None where it is a Functions library (FCALL), the
+    EVAL script's SHA1 before Redis 7.0."""
+    import redis
+
+    try:
+        r.execute_command("FUNCTION", "LOAD", "REPLACE", (TWIN / "redis_cell.lua").read_text())
+        return None
+    except redis.ResponseError as e:
+        if "unknown command" not in str(e):
+            raise
+    return r.script_load((TWIN / "redis_cell_eval.lua").read_text())
+
+
+def twin_call(sha, name: str, keys: list, args: list) -> list:
+    """FCALL name numkeys key... arg..., or EVALSHA sha numkeys key...
+    command arg... with the EVAL script."""
+    if sha is None:
+        return ["FCALL", name, len(keys), *keys, *args]
+    return ["EVALSHA", sha, len(keys), *keys, name.replace("_", "."), *args]
+
+
+# The twin's functions beside the simple script of the same limiter: the
+# rows whose ratio (twin / script, per round) the results report.
+TWIN_PAIRS = [
+    ("twin cl_throttle", "Lua GCRA"),
+    ("twin fw_incr", "Lua INCR+EXPIRE fixed window"),
+    ("twin sw_allow limit 100", "Lua sorted-set sliding window"),
+    ("twin cl_throttleall GCRA + FW", "Lua all-or-nothing GCRA + FW"),
+]
+
+
 # (name, tool, command(s), floor): tool "rb" is redis-benchmark, "lg" the
 # load generator; floor "one" or "two" names the floor a row is compared to.
-def workloads(shas: dict[str, str]):
+def workloads(shas: dict[str, str], twin):
     k = "__rand_int__"
     gcra = ["GCRA", 15, 30, 60]
     fw = ["FW", 1000, 60, "ALIGN"]
@@ -166,7 +213,58 @@ def workloads(shas: dict[str, str]):
         ("Lua GCRA", "rb", ["EVALSHA", shas["gcra"], 1, f"lg:{k}", 15, 30, 60, 1], None),
         ("Lua sorted-set sliding window", "rb", ["EVALSHA", shas["sliding_zset"], 1, f"lz:{k}", 100, 60], None),
         ("Lua INCR+EXPIRE fixed window", "rb", ["EVALSHA", shas["fixed_window"], 1, f"lf:{k}", 100, 60, 1], None),
+        ("twin cl_throttle", "rb", twin_call(twin, "cl_throttle", [f"tc:{k}"], [15, 30, 60, 1]), None),
+        ("twin cl_peek", "rb", twin_call(twin, "cl_peek", [f"tc:{k}"], [15, 30, 60]), None),
+        ("twin fw_incr", "rb", twin_call(twin, "fw_incr", [f"tf:{k}"], [100, 60, 1]), None),
+        ("twin sw_allow limit 100", "rb", twin_call(twin, "sw_allow", [f"ts:{k}"], [100, 60]), None),
+        ("twin sw_allow APPROX", "rb", twin_call(twin, "sw_allow", [f"tx:{k}"], [100, 60, "APPROX"]), None),
+        ("twin cl_throttleall GCRA + FW", "rb",
+         twin_call(twin, "cl_throttleall", [f"{{ta:{k}}}:a", f"{{ta:{k}}}:b"], [*gcra, *fw]), None),
+        ("twin cc_acquire + cc_release", "lg",
+         [twin_call(twin, "cc_acquire", [f"tcc:{k}"], [100, 60, "ID", "worker"]),
+          twin_call(twin, "cc_release", [f"tcc:{k}"], ["worker"])], None),
     ]
+
+
+def twin_pairs(server, commands: dict, args):
+    """Each twin function against the simple script of its limiter, run in
+    alternation (script, twin, script, twin...) with short runs of a
+    quarter of --requests, so that both see the same load on a shared
+    machine: the median, lowest and highest ratio of the --pairs adjacent
+    runs."""
+    out = []
+    for a, b in TWIN_PAIRS:
+        if a not in commands or b not in commands:
+            continue
+        ratios = []
+        for _ in range(args.pairs):
+            server.r.flushall()
+            script = redis_benchmark(server.port, commands[b], args, requests=args.requests // 4)
+            twin = redis_benchmark(server.port, commands[a], args, requests=args.requests // 4)
+            ratios.append(twin / script)
+        print(f"{a} / {b}: " + ", ".join(f"{x:.2f}" for x in ratios), file=sys.stderr)
+        out.append((a, b, statistics.median(ratios), min(ratios), max(ratios)))
+    return out
+
+
+def only_pairs(args):
+    """--only-pairs: the twin-against-script table alone."""
+    server = Server(MODULE)
+    try:
+        shas = load_scripts(server.r)
+        twin = load_twin(server.r)
+        return twin_pairs(server, {w[0]: w[2] for w in workloads(shas, twin)}, args)
+    finally:
+        server.stop()
+
+
+def pairs_table(pairs, args) -> list:
+    return ["", f"The Functions twin against the simple (inexact) script of the same limiter: {args.pairs} "
+            f"runs of each in alternation ({args.requests // 4:,} requests a run), the ratio of their "
+            "throughputs in adjacent runs:", "",
+            "| twin | simple script | twin / script (median) | lowest | highest |",
+            "|---|---|---:|---:|---:|"] + [
+        f"| {a} | {b} | {m:.2f} | {lo:.2f} | {hi:.2f} |" for a, b, m, lo, hi in pairs]
 
 
 def load_scripts(r) -> dict[str, str]:
@@ -195,7 +293,8 @@ def throughput(args):
     r.config_set("slowlog-max-len", 100_000)
     try:
         shas = load_scripts(r)
-        loads = [w for w in workloads(shas)
+        twin = load_twin(r)
+        loads = [w for w in workloads(shas, twin)
                  if not args.only or w[0] in ("INCR", "INCR (loadgen)", "floor, one key", "floor, two keys")
                  or any(o in w[0] for o in args.only)]
         names = [w[0] for w in loads] + (["reference CL.THROTTLE"] if reference else [])
@@ -238,7 +337,9 @@ def throughput(args):
                 loadgen(server.port, command, args, clients=1, requests=LATENCY_REQUESTS // 2)
                 worst[name] = slowest(r, command)
         med = lambda xs: statistics.median(xs) if xs else None
-        return [(n, med(ops[n]), med(to_incr[n]), med(to_floor[n]), worst[n]) for n in names]
+        rows = [(n, med(ops[n]), med(to_incr[n]), med(to_floor[n]), worst[n]) for n in names]
+        pairs = twin_pairs(server, {w[0]: w[2] for w in loads}, args)
+        return rows, pairs
     finally:
         server.stop()
         if reference:
@@ -254,6 +355,8 @@ def memory():
     r = server.r
     try:
         shas = load_scripts(r)
+        twin = load_twin(r)
+        tw = lambda p, name, key, *args: p.execute_command(*twin_call(twin, name, [key], list(args)))
         per_key = []
         n = 20_000
         cases = [
@@ -266,6 +369,11 @@ def memory():
             ("CC.ACQUIRE, 1 lease (32-character id)", lambda p, i: p.execute_command("CC.ACQUIRE", f"cc:{i}", 10, 60)),
             ("Lua GCRA (string)", lambda p, i: p.evalsha(shas["gcra"], 1, f"g:{i}", 15, 30, 60, 1)),
             ("Lua sorted set, 1 request", lambda p, i: p.evalsha(shas["sliding_zset"], 1, f"z:{i}", 100, 60)),
+            ("twin cl_throttle (the same string TAT)", lambda p, i: tw(p, "cl_throttle", f"tc:{i}", 15, 30, 60)),
+            ("twin sw_allow, 1 request", lambda p, i: tw(p, "sw_allow", f"ts:{i}", 100, 60)),
+            ("twin sw_allow APPROX", lambda p, i: tw(p, "sw_allow", f"ta:{i}", 100, 60, "APPROX")),
+            ("twin fw_incr (the same string counter)", lambda p, i: tw(p, "fw_incr", f"tf:{i}", 100, 60)),
+            ("twin cc_acquire, 1 lease (its generated id)", lambda p, i: tw(p, "cc_acquire", f"tl:{i}", 10, 60)),
         ]
         for name, call in cases:
             r.flushall()
@@ -291,15 +399,26 @@ def memory():
             p.execute()
             log = r.memory_usage("log", samples=0)
             zset = r.memory_usage("zset", samples=0)
-            per_request.append((limit, log / limit, zset / limit))
+            # The twin's log grows by one call per request (each rewrites
+            # its string): measured up to 1,000 requests.
+            twin_log = None
+            if limit <= 1_000:
+                p = r.pipeline(transaction=False)
+                for i in range(limit):
+                    tw(p, "sw_allow", "twinlog", limit, 60)
+                p.execute()
+                twin_log = r.memory_usage("twinlog", samples=0) / limit
+            per_request.append((limit, log / limit, zset / limit, twin_log))
 
         r.flushall()
         p = r.pipeline(transaction=False)
         for i in range(1_000):
             p.execute_command("CC.ACQUIRE", "leases", 10_000, 600)
+            tw(p, "cc_acquire", "twinleases", 10_000, 600)
         p.execute()
         per_lease = r.memory_usage("leases", samples=0) / 1_000
-        return per_key, per_request, per_lease
+        twin_lease = r.memory_usage("twinleases", samples=0) / 1_000
+        return per_key, per_request, (per_lease, twin_lease)
     finally:
         server.stop()
 
@@ -487,16 +606,26 @@ def main():
     ap.add_argument("--no-micro", action="store_true")
     ap.add_argument("--out", type=Path, default=ROOT / "bench")
     ap.add_argument("--replot", type=Path, help="only redraw the chart from this results.md")
+    ap.add_argument("--pairs", type=int, default=9,
+                    help="alternating runs of each twin function and its simple script (0: none)")
+    ap.add_argument("--only-pairs", action="store_true", help="print only the twin-against-script table")
+    ap.add_argument("--pin", action="store_true",
+                    help="run the server on core 0 and the load generators on core 1 (taskset)")
     args = ap.parse_args()
     if args.replot:
         chart(rows_from(args.replot), args.out / "ops.png")
         return
-    global SERVER
+    global SERVER, PIN_SERVER, PIN_CLIENT
     SERVER = resolve_server(args.server)
+    if args.pin:
+        PIN_SERVER, PIN_CLIENT = ["taskset", "-c", "0"], ["taskset", "-c", "1"]
 
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "redis-cell", "-p", "cell-bench"], cwd=ROOT, check=True)
-    rows = throughput(args)
+    if args.only_pairs:
+        print("\n".join(pairs_table(only_pairs(args), args)))
+        return
+    rows, pairs = throughput(args)
     per_key, per_request, per_lease = ([], [], None) if args.no_memory else memory()
     huge = huge_log(args.huge) if args.huge else []
     micro_rows = [] if args.no_micro else micro()
@@ -504,7 +633,9 @@ def main():
     fmt = lambda v: "—" if v is None else f"{v:.2f}"
     worst = lambda us: f"< {SLOW_US}" if us < SLOW_US else f"{us:,.0f}"
     lines = [f"Machine: {machine()}.",
-             f"Command: `bench/run.py --rounds {args.rounds} --requests {args.requests} --server {args.server}` "
+             f"Command: `bench/run.py --rounds {args.rounds} --requests {args.requests} --server {args.server}"
+             f"{' --pin' if args.pin else ''}{f' --huge {args.huge}' if args.huge != 10_000_000 else ''}"
+             f"{' --no-micro' if args.no_micro else ''}` "
              f"(redis-benchmark -c {args.clients} -P {args.pipeline}, {KEYSPACE:,} random keys, "
              f"median of {args.rounds} rounds; ratios are within each round). The worst single call is "
              f"the longest SLOWLOG entry in a separate pass of {LATENCY_REQUESTS:,} calls from one client "
@@ -512,13 +643,17 @@ def main():
              "| workload | ops/s | ratio to INCR | ratio to the floor | worst single call (µs) |",
              "|---|---:|---:|---:|---:|"]
     lines += [f"| {n} | {o:,.0f} | {fmt(i)} | {fmt(f)} | {worst(w)} |" for n, o, i, f, w in rows]
+    if pairs:
+        lines += pairs_table(pairs, args)
     if per_key:
         lines += ["", "| state | bytes per key |", "|---|---:|"]
         lines += [f"| {n} | {b:.0f} |" for n, b in per_key]
-        lines += ["", f"A held lease costs {per_lease:.1f} bytes (1,000 leases with 32-character ids on one key).", ""]
-        lines += ["| requests in the window | SW.ALLOW bytes per request | sorted set bytes per request |",
-                  "|---:|---:|---:|"]
-        lines += [f"| {l:,} | {a:.2f} | {z:.2f} |" for l, a, z in per_request]
+        lines += ["", f"A held lease costs {per_lease[0]:.1f} bytes (1,000 leases with 32-character ids on one key); "
+                  f"in the twin, {per_lease[1]:.1f} bytes (its generated ids).", ""]
+        lines += ["| requests in the window | SW.ALLOW bytes per request | sorted set bytes per request "
+                  "| twin sw_allow bytes per request |",
+                  "|---:|---:|---:|---:|"]
+        lines += [f"| {l:,} | {a:.2f} | {z:.2f} | {fmt(t)} |" for l, a, z, t in per_request]
     if huge:
         lines += ["", f"A log of {args.huge:,} requests (SLOWLOG, server-side time of one call, µs):", "",
                   "| call | median | worst | note |", "|---|---:|---:|---|"]

@@ -45,18 +45,59 @@ fn rust_example_sends_429_with_retry_after() {
     );
 }
 
+/// The servers the Python and Node.js examples run on: one with the module, and one
+/// without it, where the example's helper uses the Functions twin.
+fn python_servers() -> [Server; 2] {
+    [
+        Server::start(),
+        Server::with(Options {
+            without_module: true,
+            ..Options::default()
+        }),
+    ]
+}
+
 #[test]
 fn python_example_sends_429_with_retry_after() {
-    let s = Server::start();
-    let lines = python(&s, "bob", "headers");
-    assert_eq!(lines.len(), 18);
-    assert_eq!(
-        lines[0],
-        "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
+    for s in python_servers() {
+        let lines = python(&s, "bob", "headers");
+        assert_eq!(lines.len(), 18);
+        assert_eq!(
+            lines[0],
+            "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
+        );
+        assert_eq!(
+            lines[17],
+            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
+        );
+    }
+}
+
+#[test]
+fn python_helper_uses_the_twin_only_without_the_module() {
+    let [module, plain] = python_servers();
+    python(&module, "carl", "headers");
+    python(&plain, "carl", "headers");
+    let loaded = |s: &Server| -> bool {
+        let c = &mut s.conn();
+        if server_version().has_7_0() {
+            let libs = cmd(c, "FUNCTION LIST LIBRARYNAME redis_cell").unwrap();
+            libs != Value::Array(vec![])
+        } else {
+            let scripts = cmd(c, "INFO memory").unwrap();
+            !format!("{scripts:?}").contains("number_of_cached_scripts:0")
+        }
+    };
+    assert!(!loaded(&module), "the module's server needs no twin");
+    assert!(
+        loaded(&plain),
+        "the server without the module runs the twin"
     );
+    let c = &mut plain.conn();
     assert_eq!(
-        lines[17],
-        "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
+        get(c, "rl:carl").map(|tat| tat.len()),
+        Some(19),
+        "the twin keeps a TAT"
     );
 }
 
@@ -116,7 +157,10 @@ fn tiered_expectations() -> (Vec<String>, Vec<String>) {
 #[test]
 fn tiered_examples_map_the_binding_limit_to_headers() {
     let (first, second) = tiered_expectations();
-    let s = Server::start();
+    let [s, plain] = python_servers();
+    assert_eq!(python(&plain, "ann", "tiered"), first);
+    plain.set_time(T0 + 2 * SEC);
+    assert_eq!(python(&plain, "ann", "tiered"), second);
     assert_eq!(python(&s, "ann", "tiered"), first);
     let c = &mut s.conn();
     let rust = |c: &mut redis::Connection| -> Vec<String> {
@@ -136,10 +180,11 @@ fn tiered_examples_map_the_binding_limit_to_headers() {
 
 #[test]
 fn worker_examples_wait_for_their_slot() {
-    let s = Server::start();
+    let [s, plain] = python_servers();
     let expected: Vec<String> = (0..10)
         .map(|i| format!("waited {} ms, got response {i}", i * 10))
         .collect();
+    assert_eq!(python(&plain, "api1", "worker"), expected);
     assert_eq!(python(&s, "api1", "worker"), expected);
     let c = &mut s.conn();
     let rust: Vec<String> = (0..10)
@@ -152,4 +197,47 @@ fn worker_examples_wait_for_their_slot() {
         })
         .collect();
     assert_eq!(rust, expected);
+}
+
+fn node(s: &Server, user: &str) -> Vec<String> {
+    let out = std::process::Command::new("node")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/node_headers.mjs"
+        ))
+        .arg(user)
+        .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
+        .output()
+        .expect("node is needed to run the Node.js example (scripts/deps installs it)");
+    assert!(
+        out.status.success(),
+        "node example failed (scripts/deps installs ioredis): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn node_example_sends_429_with_retry_after_with_or_without_the_module() {
+    for s in python_servers() {
+        let lines = node(&s, "dora");
+        assert_eq!(lines.len(), 18);
+        assert_eq!(
+            lines[0],
+            "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
+        );
+        assert_eq!(
+            lines[17],
+            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
+        );
+        // The same key as the Python example's, in either engine.
+        assert_eq!(
+            python(&s, "dora", "headers")[0],
+            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
+        );
+    }
 }

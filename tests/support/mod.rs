@@ -156,7 +156,7 @@ pub struct Options {
     /// Arguments for the module (`loadmodule path args...`).
     pub module_args: Vec<String>,
     /// A plain server, without the module (what an operator who unloaded
-    /// it has).
+    /// it has, or a managed service).
     pub without_module: bool,
 }
 

@@ -1,0 +1,136 @@
+-- Concurrency leases (core/src/lease.rs) over the twin's own string:
+-- "\0CCL", the last generated id's time (us) and sequence (doubles), then
+-- one entry per lease: its expiry (seconds, 5 bytes; nanoseconds, 4
+-- bytes), the id's length (2 bytes) and the id.
+
+local lease = {}
+local CCL = '\0CCL'
+local HEAD = 20
+local MAX_ID = 1024
+
+-- Scans the leases of `v` (nil: none) at `now` for `id` (nil: none):
+-- live count, whether `id` holds a live lease, the first and last live
+-- expiries (pairs), the id generator's state, and the last live expiry of
+-- the other ids. nil if `v` is not one.
+function lease.scan(v, now_s, now_n, id)
+  if not v then return 0, false, nil, nil, nil, nil, 0, 0 end
+  if ssub(v, 1, 4) ~= CCL or #v < HEAD then return nil end
+  local last_us, seq = sunpack('>dd', v, 5)
+  local held, holds = 0, false
+  local fs, fn, ls, ln, os_, on
+  local pos, len = HEAD + 1, #v
+  while pos <= len do
+    -- A damaged string is not leases: never read past its end.
+    if pos + 10 > len then return nil end
+    local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+    if nxt + idlen - 1 > len or n >= B then return nil end
+    if plt(now_s, now_n, s, n) then
+      held = held + 1
+      local mine = id and idlen == #id and ssub(v, nxt, nxt + idlen - 1) == id
+      if mine then holds = true
+      elseif not os_ or plt(os_, on, s, n) then os_, on = s, n end
+      if not fs or plt(s, n, fs, fn) then fs, fn = s, n end
+      if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
+    end
+    pos = nxt + idlen
+  end
+  return held, holds, fs, fn, ls, ln, last_us, seq, os_, on
+end
+
+-- Acquire (Leases::acquire): 'hold' or 'refused', the verdict, and the
+-- lease's expiry (a pair); or nil and the error.
+function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
+  local xs, xn = padd(now_s, now_n, ls_, ln_)
+  if over_i64(xs, xn) then return nil, E.OVERFLOW end
+  local held, holds, _, _, _, _, _, _, los, lon = lease.scan(v, now_s, now_n, id)
+  if held < limit or holds then
+    local after = holds and held or held + 1
+    -- A renewed lease's old expiry is replaced, not kept.
+    local ts, tn = xs, xn
+    if los and plt(ts, tn, los, lon) then ts, tn = los, lon end
+    ts, tn = psub(ts, tn, now_s, now_n)
+    local rem = limit - after
+    if rem < 0 then rem = 0 end
+    return 'hold', verdict(false, limit, rem, nil, nil, ts, tn), xs, xn
+  end
+  return 'refused', lease.decision(limit, v, now_s, now_n, 1)
+end
+
+-- The verdict for a request of `quantity` (Leases::decision: 0 for a
+-- peek, 1 for a new lease): limited when held + quantity > limit or the
+-- limit is 0, waiting until the held + quantity - limit earliest leases
+-- have expired (never, with limit 0).
+function lease.decision(limit, v, now_s, now_n, quantity)
+  local expiries, ls, ln = {}, nil, nil
+  if v then
+    local pos, len = HEAD + 1, #v
+    while pos <= len do
+      local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+      if plt(now_s, now_n, s, n) then
+        expiries[#expiries + 1] = { s, n }
+        if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
+      end
+      pos = nxt + idlen
+    end
+  end
+  local held = #expiries
+  local excess = held + quantity - limit
+  local limited = limit <= 0 or excess > 0
+  local rs, rn
+  if limit > 0 and excess > 0 and excess <= held then
+    table.sort(expiries, function(a, b) return plt(a[1], a[2], b[1], b[2]) end)
+    rs, rn = psub(expiries[excess][1], expiries[excess][2], now_s, now_n)
+  end
+  local ts, tn = 0, 0
+  if ls then ts, tn = psub(ls, ln, now_s, now_n) end
+  local rem = limit - held
+  if rem < 0 then rem = 0 end
+  return verdict(limited, limit, rem, rs, rn, ts, tn)
+end
+
+-- Rewrites the leases: drops those expired at `now`, then holds `id` until
+-- `x` (when x_s is given) or releases it. Returns the new string (nil when
+-- no lease is left), the key's expiry (ms, rounded up), and whether `id`
+-- held one.
+function lease.rewrite(v, now_s, now_n, id, x_s, x_n, last_us, seq)
+  local parts, found = { '' }, false
+  local ls, ln
+  if v then
+    local pos, len = HEAD + 1, #v
+    while pos <= len do
+      local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
+      local stop = nxt + idlen
+      if plt(now_s, now_n, s, n) then
+        if idlen == #id and ssub(v, nxt, stop - 1) == id then
+          found = true
+          if x_s then
+            s, n = x_s, x_n
+            parts[#parts + 1] = spack('>I5I4I2', s, n, idlen) .. id
+          else
+            s = nil
+          end
+        else
+          parts[#parts + 1] = ssub(v, pos, stop - 1)
+        end
+        if s and (not ls or plt(ls, ln, s, n)) then ls, ln = s, n end
+      end
+      pos = stop
+    end
+  end
+  if x_s and not found then
+    parts[#parts + 1] = spack('>I5I4I2', x_s, x_n, #id) .. id
+    if not ls or plt(ls, ln, x_s, x_n) then ls, ln = x_s, x_n end
+  end
+  if #parts == 1 then return nil, nil, found end
+  parts[1] = CCL .. spack('>dd', last_us, seq)
+  return tconcat(parts), millis_rounded_up(ls, ln), found
+end
+
+-- A new lease id, unique per key: 32 hex digits, the time in
+-- microseconds (never before the key's last id) and a sequence number
+-- within that microsecond. Returns the id and the generator's new state.
+function lease.new_id(now_s, now_n, last_us, seq)
+  local us = now_s * 1000000 + floor(now_n / 1000)
+  if us > last_us then last_us, seq = us, 0 else seq = seq + 1 end
+  return sformat('%014x%018x', last_us, seq), last_us, seq
+end

@@ -1,0 +1,89 @@
+-- CL.THROTTLEALL numkeys key [key ...] limiter [limiter ...] [QUANTITY q] [MS]
+-- (src/commands/throttle_all.rs). In FCALL the keys are FCALL's keys, so
+-- `argv` starts with the first limiter. Every limiter decides at one
+-- instant exactly as its own command; all keys are written only when all
+-- allow. The reply is the binding limiter's five integers and its index.
+
+local KINDS = { GCRA = 3, SW = 2, FW = 2 }
+local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword' } }
+local CALL_SPEC = { QUANTITY = 'keyword', MS = 'flag' }
+
+-- One limiter from its parameters at argv[i] and its options, as its own
+-- command reads them.
+local function limiter_of(kind, argv, i, o)
+  local lim, err
+  if kind == 'GCRA' then
+    lim, err = limiter.gcra(argv[i], argv[i + 1], argv[i + 2])
+  elseif kind == 'SW' then
+    lim, err = limiter.sliding(argv[i], argv[i + 1], o.APPROX)
+  else
+    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN)
+  end
+  if not lim then return nil, err end
+  local ok, cerr = limiter.check_limit(limiter.limit_of(lim))
+  if not ok then return nil, cerr end
+  return lim
+end
+
+commands['cl.throttleall'] = { 4, function(keys, argv)
+  local n, last = #keys, #argv
+  if n > 100 then return nil, E.TOO_MANY_KEYS end
+  if n < 1 or last < n then return nil, E.BAD_NUMKEYS end
+  local seen = {}
+  for j = 1, n do
+    if seen[keys[j]] then return nil, E.KEY_TWICE end
+    seen[keys[j]] = true
+  end
+  local limiters, co, i = {}, {}, 1
+  for j = 1, n do
+    local w = argv[i]
+    if not w then return nil, E.LIMITER_COUNT end
+    local kind = grammar.upper(w)
+    local params = KINDS[kind]
+    if not params then
+      if kind == 'QUANTITY' or kind == 'MS' then return nil, E.LIMITER_COUNT end
+      return nil, E.UNKNOWN_LIMITER
+    end
+    if last - i < params then return nil, E.LIMITER_COUNT end
+    local at = i + 1
+    i = i + 1 + params
+    local o, spec = {}, LIMITER_SPEC[kind]
+    while i <= last do
+      local u = grammar.upper(argv[i])
+      local oerr
+      if KINDS[u] then
+        if j == n then return nil, E.LIMITER_COUNT end
+        break
+      elseif CALL_SPEC[u] then
+        if j < n then return nil, E.LIMITER_COUNT end
+        i, oerr = grammar.option(co, argv, i, CALL_SPEC)
+      else
+        i, oerr = grammar.option(o, argv, i, spec)
+      end
+      if not i then return nil, oerr end
+    end
+    local lim, lerr = limiter_of(kind, argv, at, o)
+    if not lim then return nil, lerr end
+    limiters[j] = lim
+  end
+  local qs, qn = 0, 1
+  if co.QUANTITY then qs, qn = co.q_s, co.q_n end
+  -- One instant for all; every state is read (and every type checked)
+  -- before anything is written.
+  local now_s, now_n, now_ms = store.now()
+  local decided, verdicts = {}, {}
+  for j = 1, n do
+    local v, value, exp_ms, current_ms, repair = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
+    if not v then return nil, value end
+    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair }, v
+  end
+  local b = binding_of(verdicts)
+  local goes_ahead = not verdicts[b][1]
+  for j = 1, n do
+    local d = decided[j]
+    limiter.apply(keys[j], goes_ahead, now_ms, d[1], d[2], d[3], d[4])
+  end
+  local reply = to_reply(verdicts[b], co.MS)
+  reply[6] = b
+  return reply
+end, nil, 'keys' }
