@@ -2156,11 +2156,12 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
     while i <= last do
       local u = grammar.upper(argv[i])
       local oerr
-      if KINDS[u] then
-        if j == n then return nil, E.LIMITER_COUNT end
+      -- A limiter's options end at the next kind word (and, before the
+      -- last limiter, at a call option); what is left over is reported
+      -- after this limiter has been checked, as the module does.
+      if KINDS[u] or (CALL_SPEC[u] and j < n) then
         break
       elseif CALL_SPEC[u] then
-        if j < n then return nil, E.LIMITER_COUNT end
         i, oerr = grammar.option(co, argv, i, CALL_SPEC)
       else
         i, oerr = grammar.option(o, argv, i, spec)
@@ -2171,6 +2172,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
     if not lim then return nil, lerr end
     limiters[j] = lim
   end
+  if i <= last then return nil, E.LIMITER_COUNT end
   local qs, qn = 0, 1
   if co.QUANTITY then qs, qn = co.q_s, co.q_n end
   -- One instant for all; every state is read (and every type checked)
