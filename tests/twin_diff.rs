@@ -26,9 +26,15 @@ pub fn other_types(c: &mut redis::Connection) {
 fn workload(seed: u64, steps: usize) {
     let s = Server::start();
     let c = &mut s.conn();
+    // The server's background expiry deletes keys at random, among them
+    // keys whose expiry is the current millisecond, which lookups still
+    // see: it could delete one key of a pair and not the other. Lazy
+    // expiry alone treats both alike.
+    cmd(c, "DEBUG SET-ACTIVE-EXPIRE 0").unwrap();
     other_types(c);
     let mut pair = Pair::new(c, seed);
     let mut gen = Gen::new(seed);
+    gen.sub_ms_windows = !server_version().valkey;
     let mut now = T0;
     let (mut errors, mut refused, mut allowed) = (0, 0, 0);
     for step in 0..steps {

@@ -26,6 +26,11 @@ pub struct Gen {
     pub keys: usize,
     /// Only the limiters whose state is a plain string: CL and FW.
     pub only_strings: bool,
+    /// Sliding windows shorter than a millisecond. On Valkey a log whose
+    /// last request leaves such a window within the current millisecond
+    /// can outlive the module's key there by that millisecond (README,
+    /// "What differs"), so the workload there leaves them out.
+    pub sub_ms_windows: bool,
 }
 
 fn w(s: impl Into<String>) -> Vec<u8> {
@@ -39,6 +44,7 @@ impl Gen {
             generated: Vec::new(),
             keys: 3,
             only_strings: false,
+            sub_ms_windows: true,
         }
     }
 
@@ -355,10 +361,22 @@ impl Gen {
         words
     }
 
+    /// A sliding window: a duration, at least a millisecond unless
+    /// `sub_ms_windows`.
+    fn sw_window(&mut self) -> String {
+        loop {
+            let d = self.duration();
+            let short = ["0.000000001", "0.000001", "0.0001", "0.5ms"].contains(&d.as_str());
+            if self.sub_ms_windows || !short {
+                return d;
+            }
+        }
+    }
+
     fn sw(&mut self, name: &str) -> Vec<Vec<u8>> {
         let mut words = vec![w(name), w(self.key("sw"))];
         words.push(w(self.count()));
-        words.push(w(self.duration()));
+        words.push(w(self.sw_window()));
         let mut options = Vec::new();
         match name {
             "sw.refund" => words.push(w(self.quantity())),
@@ -425,7 +443,7 @@ impl Gen {
                 let mut words = vec![
                     w(self.one(&["SW", "sw"])),
                     w(self.count()),
-                    w(self.duration()),
+                    w(self.sw_window()),
                 ];
                 if self.pct(40) {
                     words.extend(self.flag("APPROX"));
