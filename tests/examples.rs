@@ -116,16 +116,7 @@ fn python(s: &Server, user: &str, mode: &str) -> Vec<String> {
         )
         .output()
         .expect("python3 is needed to run the Python example");
-    assert!(
-        out.status.success(),
-        "python example failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(String::from)
-        .collect()
+    output_lines(out, "python example failed")
 }
 
 const SEC_POLICY: &str = "RateLimit-Policy: 5;w=1";
@@ -209,9 +200,14 @@ fn node(s: &Server, user: &str) -> Vec<String> {
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
         .output()
         .expect("node is needed to run the Node.js example (scripts/deps installs it)");
+    output_lines(out, "node example failed (scripts/deps installs ioredis)")
+}
+
+/// The lines an example printed, once it succeeded.
+fn output_lines(out: std::process::Output, failed: &str) -> Vec<String> {
     assert!(
         out.status.success(),
-        "node example failed (scripts/deps installs ioredis): {}",
+        "{failed}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout)

@@ -17,21 +17,6 @@ fn reference(key: &[u8]) -> Vec<u8> {
     k
 }
 
-fn with_keys(words: &[Vec<u8>], rename: impl Fn(&[u8]) -> Vec<u8>) -> Vec<Vec<u8>> {
-    let keys = key_range(words);
-    words
-        .iter()
-        .enumerate()
-        .map(|(i, w)| {
-            if keys.contains(&i) {
-                rename(w)
-            } else {
-                w.clone()
-            }
-        })
-        .collect()
-}
-
 /// Type, value and PTTL of a key (a plain string: TAT or counter).
 fn state(c: &mut redis::Connection, key: &[u8]) -> (String, Option<Vec<u8>>, i64) {
     let kind: String = redis::cmd("TYPE").arg(key).query(c).unwrap();

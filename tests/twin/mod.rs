@@ -192,13 +192,18 @@ fn split(words: &[Vec<u8>]) -> (String, Vec<Vec<u8>>, Vec<Vec<u8>>) {
 
 /// The module command's words with each key renamed to its twin key.
 pub fn twin_words(words: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    with_keys(words, twin_key)
+}
+
+/// The command's words with each key renamed by `rename`.
+pub fn with_keys(words: &[Vec<u8>], rename: impl Fn(&[u8]) -> Vec<u8>) -> Vec<Vec<u8>> {
     let keys = key_range(words);
     words
         .iter()
         .enumerate()
         .map(|(i, w)| {
             if keys.contains(&i) {
-                twin_key(w)
+                rename(w)
             } else {
                 w.clone()
             }
