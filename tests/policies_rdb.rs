@@ -247,16 +247,20 @@ fn an_async_full_sync_leaves_exactly_the_masters_policies() {
         }
         ok(r, "CL.POLICY SET stale GCRA 1 1 1");
         let before = sync_full(m);
-        // Drop the link and write more than the backlog holds: the replica
-        // cannot continue where it was.
+        // Drop the link and write more than the backlog holds, in one
+        // transaction: the replica reconnects at once, so it must find the
+        // backlog already past where it was and cannot continue.
         let mut fill = redis::pipe();
+        fill.atomic()
+            .cmd("CLIENT")
+            .arg(&["KILL", "TYPE", "replica"])
+            .ignore();
         for i in 0..8 {
             fill.cmd("SET")
                 .arg(format!("fill{i}"))
                 .arg(vec![b'x'; 8192])
                 .ignore();
         }
-        cmd(m, "CLIENT KILL TYPE replica").unwrap();
         fill.query::<()>(m).unwrap();
         eventually("a full sync", || {
             let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
