@@ -397,6 +397,98 @@ unsafe extern "C" fn on_loading(
     }
 }
 
+/// An AOF rewrite writes its base in a child process; with
+/// `aof-use-rdb-preamble no` that base holds commands for keys only, so the
+/// policy set would be lost at the next load. When the child of an AOF
+/// rewrite is born, the parent therefore sets a timer that propagates
+/// `CL.POLICY SET` for every policy at once (in the next turn of the event
+/// loop, outside the command that may have forked, whose propagation it
+/// would otherwise change). The commands land in what follows the new base
+/// (Redis 7.0+ and Valkey open the new incremental file before the fork;
+/// Redis 6.2 appends the rewrite buffer to the base): the set then
+/// replays to exactly the one of that instant, whatever the base holds and
+/// whatever changed between the fork and the timer. With the RDB preamble
+/// they repeat its aux data, and replicas get what they hold already.
+unsafe extern "C" fn on_fork(
+    ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    _data: *mut c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_FORK_CHILD_BORN || !aof_rewrite_in_progress(ctx) {
+        return;
+    }
+    if let Some(create_timer) = api!(RedisModule_CreateTimer) {
+        // SAFETY: the event's live context; the callback takes no data.
+        unsafe { create_timer(ctx, 0, Some(write_policies), std::ptr::null_mut()) };
+    }
+}
+
+/// The timer set by [`on_fork`]: `CL.POLICY SET` for every policy, to the
+/// AOF and the replicas.
+unsafe extern "C" fn write_policies(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    let saved = registry().saved();
+    for s in saved {
+        let mut words: Vec<&[u8]> = vec![b"SET", &s.name];
+        words.extend(s.words.iter().map(Vec::as_slice));
+        if s.shadow {
+            words.push(b"SHADOW");
+        }
+        replicate(ctx, c"CL.POLICY", &words);
+    }
+}
+
+/// Whether the child just born writes an AOF rewrite.
+fn aof_rewrite_in_progress(ctx: *mut raw::RedisModuleCtx) -> bool {
+    let (Some(get), Some(field), Some(free)) = (
+        api!(RedisModule_GetServerInfo),
+        api!(RedisModule_ServerInfoGetFieldSigned),
+        api!(RedisModule_FreeServerInfo),
+    ) else {
+        return false;
+    };
+    // SAFETY: the event's live context; the info data is freed once.
+    unsafe {
+        let info = get(ctx, c"persistence".as_ptr());
+        if info.is_null() {
+            return false;
+        }
+        let mut err: c_int = 0;
+        let v = field(info, c"aof_rewrite_in_progress".as_ptr(), &mut err);
+        free(ctx, info);
+        err == 0 && v == 1
+    }
+}
+
+/// Propagates `command words...` to the AOF and the replicas.
+fn replicate(ctx: *mut raw::RedisModuleCtx, command: &std::ffi::CStr, words: &[&[u8]]) {
+    let (Some(create), Some(free), Some(replicate)) = (
+        api!(RedisModule_CreateString),
+        api!(RedisModule_FreeString),
+        api!(RedisModule_Replicate),
+    ) else {
+        return;
+    };
+    // SAFETY: strings made in the live context, handed to the server by
+    // the `v` format (it takes its own references) and freed here once.
+    unsafe {
+        let argv: Vec<*mut raw::RedisModuleString> = words
+            .iter()
+            .map(|w| create(ctx, w.as_ptr().cast::<c_char>(), w.len()))
+            .collect();
+        replicate(
+            ctx,
+            command.as_ptr(),
+            c"v".as_ptr(),
+            argv.as_ptr(),
+            argv.len(),
+        );
+        for s in argv {
+            free(ctx, s);
+        }
+    }
+}
+
 /// The `redis-cell_policies` INFO section: the summaries' capacity, the
 /// number of policies, and per policy its counters and shadow flag
 /// (`policy_<name>:calls=..,allowed=..,refused=..,shadow_refused=..,errors=..,shadow=0|1`).
@@ -505,13 +597,14 @@ pub fn init(ctx: &Context, args: &[RedisString]) -> Status {
     if let Some(n) = capacity {
         registry().set_capacity(n);
     }
-    subscribe_to_loading(ctx)
+    subscribe_to_events(ctx)
 }
 
-/// Subscribes [`on_loading`] to the server's loading events (Redis 6.0+,
-/// every Valkey). A server without them has no `aux_save2` either: every
-/// file it saves carries the set, which its load then replaces.
-fn subscribe_to_loading(ctx: &Context) -> Status {
+/// Subscribes [`on_loading`] to the server's loading events and
+/// [`on_fork`] to its fork events (Redis 6.0+, every Valkey). A server
+/// without them has no `aux_save2` either: every file it saves carries the
+/// set, which its load then replaces.
+fn subscribe_to_events(ctx: &Context) -> Status {
     let Some(subscribe) = api!(RedisModule_SubscribeToServerEvent) else {
         return Status::Ok;
     };
@@ -523,6 +616,15 @@ fn subscribe_to_loading(ctx: &Context) -> Status {
     // the signature the server expects.
     if unsafe { subscribe(ctx.ctx, event, Some(on_loading)) } != raw::REDISMODULE_OK as c_int {
         ctx.log_warning("redis-cell: could not subscribe to the server's loading events");
+        return Status::Err;
+    }
+    let fork = raw::RedisModuleEvent {
+        id: raw::REDISMODULE_EVENT_FORK_CHILD,
+        dataver: 1,
+    };
+    // SAFETY: as above.
+    if unsafe { subscribe(ctx.ctx, fork, Some(on_fork)) } != raw::REDISMODULE_OK as c_int {
+        ctx.log_warning("redis-cell: could not subscribe to the server's fork events");
         return Status::Err;
     }
     Status::Ok

@@ -716,21 +716,79 @@ fn persistence_rdb() {
 
 #[test]
 fn persistence_aof_and_rewrite() {
-    let aof = [("appendonly", "yes"), ("appendfsync", "always")];
-    // Replayed from the commands in the AOF.
-    let s = restart(persist_dir("aof"), &aof);
-    set_policies(&mut s.conn());
-    let s = restart(s.stop(), &aof);
-    check_policies(&mut s.conn(), Some("after-aof"));
-    // After a rewrite (RDB preamble, the default): from the aux data.
-    let c = &mut s.conn();
-    cmd(c, "BGREWRITEAOF").unwrap();
+    for preamble in ["yes", "no"] {
+        let aof = [
+            ("appendonly", "yes"),
+            ("appendfsync", "always"),
+            ("aof-use-rdb-preamble", preamble),
+        ];
+        // Replayed from the commands in the AOF.
+        let s = restart(persist_dir(&format!("aof-{preamble}")), &aof);
+        set_policies(&mut s.conn());
+        let s = restart(s.stop(), &aof);
+        check_policies(&mut s.conn(), Some("after-aof"));
+        // After a rewrite: from the aux data of the RDB preamble, or from
+        // the commands written after a base without one.
+        let c = &mut s.conn();
+        assert_eq!(
+            cmd(c, "BGREWRITEAOF"),
+            Ok(Value::SimpleString(
+                "Background append only file rewriting started".into()
+            ))
+        );
+        rewrite_done(c);
+        let s = restart(s.stop(), &aof);
+        check_policies(&mut s.conn(), Some("after-rewrite"));
+        // A rewrite the server starts later (scheduled behind a BGSAVE, it
+        // forks from its cron), then changes after it.
+        let c = &mut s.conn();
+        ok(c, "CL.POLICY SET gone GCRA 1 1 1");
+        ok(c, "CONFIG SET rdb-key-save-delay 100000");
+        for i in 0..5 {
+            ok(c, &format!("SET k{i} v"));
+        }
+        rewrite_done(c);
+        cmd(c, "BGSAVE").unwrap();
+        assert_eq!(
+            cmd(c, "BGREWRITEAOF"),
+            Ok(Value::SimpleString(
+                "Background append only file rewriting scheduled".into()
+            ))
+        );
+        rewrite_done(c);
+        ok(c, "CONFIG SET rdb-key-save-delay 0");
+        assert_eq!(int(c, "CL.POLICY DEL gone"), 1);
+        // The policies are written apart from the command that forked:
+        // BGREWRITEAOF itself never reaches the AOF (nor the replicas).
+        let dir = s.stop();
+        assert!(!aof_text(&dir).contains("BGREWRITEAOF"));
+        let s = restart(dir, &aof);
+        check_policies(&mut s.conn(), Some("after-scheduled-rewrite"));
+    }
+}
+
+/// Every AOF file under `dir` (one file on Redis 6.2, a directory of them
+/// on 7.0+ and Valkey), as text.
+fn aof_text(dir: &std::path::Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text += &aof_text(&path);
+        } else if path.to_string_lossy().contains(".aof") {
+            text += &String::from_utf8_lossy(&std::fs::read(&path).unwrap());
+        }
+    }
+    text
+}
+
+fn rewrite_done(c: &mut redis::Connection) {
     eventually("rewrite done", || {
         let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-        info.contains("aof_rewrite_in_progress:0") && !info.contains("aof_rewrite_scheduled:1")
+        info.contains("aof_rewrite_in_progress:0")
+            && info.contains("aof_rewrite_scheduled:0")
+            && info.contains("rdb_bgsave_in_progress:0")
     });
-    let s = restart(s.stop(), &aof);
-    check_policies(&mut s.conn(), Some("after-rewrite"));
 }
 
 #[test]
