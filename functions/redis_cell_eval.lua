@@ -2196,7 +2196,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
 end, nil, 'keys' }
 
 -- src/fast.lua
--- A flat path for the commonest calls of CL.THROTTLE and FW.INCR, beside
+-- A flat path for the commonest calls of CL.THROTTLE, FW.INCR and SW.ALLOW, beside
 -- the layered one. Why it exists: through the layers (entry,
 -- commands.throttle, grammar.options, single, limiter.decide,
 -- limiter.check, store.integer, gcra.decide, verdict, to_reply,
@@ -2205,11 +2205,12 @@ end, nil, 'keys' }
 -- for the simple scripts of bench/lua (counted under Lua 5.1 with a stub
 -- `redis`, the stub's own included); flat, about 290 each.
 --
--- It serves only `CL.THROTTLE key max_burst count period [quantity] [MS]`
--- and `FW.INCR key limit window [quantity] [MS]` (a rolling window) with a
+-- It serves only `CL.THROTTLE key max_burst count period [quantity] [MS]`,
+-- `FW.INCR key limit window [quantity] [MS]` (a rolling window) and
+-- `SW.ALLOW key limit window [quantity] [MS]` (an exact log) with a
 -- limiter already parsed (the cache of limiter.cached holds only
 -- limiters within the twin's range), a plain quantity word, a clock and a
--- stored TAT or count where every value is a whole double far below 2^53; for
+-- stored TAT, count or log where every value is a whole double far below 2^53; for
 -- anything else it returns nil before writing anything and the layered
 -- path answers (every error comes from there). Each step below names the
 -- layered function whose arithmetic it repeats, operation for operation.
@@ -2219,18 +2220,27 @@ local fast = {}
 -- limiter.cached by the words themselves: nested tables rather than one
 -- joined string, so a hit makes no string. Filled from limiter.cached
 -- only (a limiter depends on its words alone); bounded as that is.
-local by_words, by_words_n = {}, 0
+-- `c` is the third word (GCRA's period), or 0 for FW's key ('F' limit
+-- window, no TZ, no ALIGN), or 1 for SW's ('S' limit window).
+local by_words, by_words_n = { G = {}, F = {}, S = {} }, 0
 
 local function cached_by_words(kind, a, b, c)
-  local t = by_words[a]
+  local kt = by_words[kind]
+  local t = kt[a]
   t = t and t[b]
   t = t and t[c]
   if t then return t end
-  local lim = limiter.cached(kind .. a .. '\0' .. b .. '\0' .. (c ~= 0 and c or ''))
+  local k
+  if c == 1 then k = kind .. a .. '\0' .. b
+  else k = kind .. a .. '\0' .. b .. '\0' .. (c ~= 0 and c or '') end
+  local lim = limiter.cached(k)
   if not lim then return nil end
-  if by_words_n >= 4096 then by_words, by_words_n = {}, 0 end
-  local ta = by_words[a]
-  if not ta then ta = {}; by_words[a] = ta end
+  if by_words_n >= 4096 then
+    by_words, by_words_n = { G = {}, F = {}, S = {} }, 0
+    kt = by_words[kind]
+  end
+  local ta = kt[a]
+  if not ta then ta = {}; kt[a] = ta end
   local tb = ta[b]
   if not tb then tb = {}; ta[b] = tb end
   tb[c] = lim
@@ -2398,12 +2408,51 @@ fast['fw.incr'] = function(keys, argv)
   local reset
   if ms then reset = unit_of(true, ts, tn)
   else reset = tn >= 1000000 and ts + 1 or ts end
-  -- limiter.apply: store.set of the count, keeping an unchanged expiry.
+  -- limiter.apply: store.set of the count, keeping an unchanged expiry;
+  -- on a live counter, INCRBY writes the same value and keeps its TTL.
   if store_it then
-    local as = floor(after / B)
-    store.set(key, parg(as, after - as * B), end_ms, exp_ms, now_ms)
+    if exp_ms then
+      rcall('INCRBY', key, q)
+    else
+      local as = floor(after / B)
+      store.set(key, parg(as, after - as * B), end_ms, exp_ms, now_ms)
+    end
   end
   return { limited and 1 or 0, limit, rem, retry, reset }
+end
+
+fast['sw.allow'] = function(keys, argv)
+  if #keys ~= 1 then return nil end
+  -- sliding_command / grammar.options: `[quantity] [MS]`, no APPROX.
+  local q, ms = plain_options(argv, 3)
+  if not q then return nil end
+  -- sliding_of: only an exact log parsed before (cached_limiter's hit).
+  local lim = cached_by_words('S', argv[1], argv[2], 1)
+  if not lim or lim[1] ~= 'exact' then return nil end
+  local limit, ws, wn = lim[2], lim[3], lim[4]
+  -- store.now; limiter.check.
+  local tm = rcall('TIME')
+  local now_s, now_n = tonum(tm[1]), tonum(tm[2]) * 1000
+  if past_i64(now_s, now_n, ws, wn) then return nil end
+  -- window_state: an exact log of the twin (anything else: the layered
+  -- path, which answers every error).
+  local key = keys[1]
+  local v = rpcall('GET', key)
+  local n, base = 0, 0
+  if v then
+    if ltype(v) ~= 'string' then return nil end
+    n, base = sliding.open(v)
+    if not n then return nil end
+  else
+    v = nil
+  end
+  -- limiter.decide, limiter.apply, to_reply.
+  local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
+  if at_s then
+    local v2, exp = sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
+    store.set(key, v2, exp, nil, now_s * 1000 + floor(now_n / 1000000))
+  end
+  return to_reply(verdict_, ms)
 end
 
 -- src/entry.lua
