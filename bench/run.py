@@ -152,6 +152,27 @@ def load_twin(r):
     return r.script_load((TWIN / "redis_cell_eval.lua").read_text())
 
 
+# The simple scripts of bench/lua loaded as functions too (Redis 7.0+,
+# Valkey), into the same Lua state as the twin: Redis steps that state's
+# garbage collector every 50 calls, and a step costs more in a larger
+# state, so a script pays for the libraries loaded beside it.
+SIMPLE_FUNCTIONS = ["gcra", "fixed_window", "sliding_zset"]
+
+
+def load_simple_functions(r, twin) -> bool:
+    """Loads the simple scripts as the library cell_bench (simple_gcra,
+    simple_fixed_window, simple_sliding_zset) where the twin is a Functions
+    library; False before Redis 7.0."""
+    if twin is not None:
+        return False
+    lib = ["#!lua name=cell_bench"]
+    for name in SIMPLE_FUNCTIONS:
+        body = (ROOT / "bench" / "lua" / f"{name}.lua").read_text()
+        lib.append(f"redis.register_function('simple_{name}', function(KEYS, ARGV)\n{body}\nend)")
+    r.execute_command("FUNCTION", "LOAD", "REPLACE", "\n".join(lib))
+    return True
+
+
 def twin_call(sha, name: str, keys: list, args: list) -> list:
     """FCALL name numkeys key... arg..., or EVALSHA sha numkeys key...
     command arg... with the EVAL script."""
@@ -167,15 +188,26 @@ TWIN_PAIRS = [
     ("twin fw_incr", "Lua INCR+EXPIRE fixed window"),
     ("twin sw_allow limit 100", "Lua sorted-set sliding window"),
     ("twin cl_throttleall GCRA + FW", "Lua all-or-nothing GCRA + FW"),
+    ("twin cl_throttle", "Lua GCRA, a function beside the twin"),
+    ("twin fw_incr", "Lua INCR+EXPIRE fixed window, a function beside the twin"),
+    ("twin sw_allow limit 100", "Lua sorted-set sliding window, a function beside the twin"),
 ]
 
 
 # (name, tool, command(s), floor): tool "rb" is redis-benchmark, "lg" the
 # load generator; floor "one" or "two" names the floor a row is compared to.
-def workloads(shas: dict[str, str], twin):
+def workloads(shas: dict[str, str], twin, simple_functions=False):
     k = "__rand_int__"
     gcra = ["GCRA", 15, 30, 60]
     fw = ["FW", 1000, 60, "ALIGN"]
+    beside = [
+        ("Lua GCRA, a function beside the twin", "rb",
+         ["FCALL", "simple_gcra", 1, f"lh:{k}", 15, 30, 60, 1], None),
+        ("Lua sorted-set sliding window, a function beside the twin", "rb",
+         ["FCALL", "simple_sliding_zset", 1, f"ly:{k}", 100, 60], None),
+        ("Lua INCR+EXPIRE fixed window, a function beside the twin", "rb",
+         ["FCALL", "simple_fixed_window", 1, f"le:{k}", 100, 60, 1], None),
+    ] if simple_functions else []
     return [
         ("PING", "rb", ["PING"], None),
         ("INCR", "rb", ["INCR", f"n:{k}"], None),
@@ -223,7 +255,7 @@ def workloads(shas: dict[str, str], twin):
         ("twin cc_acquire + cc_release", "lg",
          [twin_call(twin, "cc_acquire", [f"tcc:{k}"], [100, 60, "ID", "worker"]),
           twin_call(twin, "cc_release", [f"tcc:{k}"], ["worker"])], None),
-    ]
+    ] + beside
 
 
 def twin_pairs(server, commands: dict, args):
@@ -253,7 +285,8 @@ def only_pairs(args):
     try:
         shas = load_scripts(server.r)
         twin = load_twin(server.r)
-        return twin_pairs(server, {w[0]: w[2] for w in workloads(shas, twin)}, args)
+        simple = load_simple_functions(server.r, twin)
+        return twin_pairs(server, {w[0]: w[2] for w in workloads(shas, twin, simple)}, args)
     finally:
         server.stop()
 
@@ -294,7 +327,8 @@ def throughput(args):
     try:
         shas = load_scripts(r)
         twin = load_twin(r)
-        loads = [w for w in workloads(shas, twin)
+        simple = load_simple_functions(r, twin)
+        loads = [w for w in workloads(shas, twin, simple)
                  if not args.only or w[0] in ("INCR", "INCR (loadgen)", "floor, one key", "floor, two keys")
                  or any(o in w[0] for o in args.only)]
         names = [w[0] for w in loads] + (["reference CL.THROTTLE"] if reference else [])
