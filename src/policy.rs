@@ -608,24 +608,20 @@ fn subscribe_to_events(ctx: &Context) -> Status {
     let Some(subscribe) = api!(RedisModule_SubscribeToServerEvent) else {
         return Status::Ok;
     };
-    let event = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_LOADING,
-        dataver: 1,
-    };
-    // SAFETY: called during OnLoad with the load context; the callback has
-    // the signature the server expects.
-    if unsafe { subscribe(ctx.ctx, event, Some(on_loading)) } != raw::REDISMODULE_OK as c_int {
-        ctx.log_warning("redis-cell: could not subscribe to the server's loading events");
-        return Status::Err;
-    }
-    let fork = raw::RedisModuleEvent {
-        id: raw::REDISMODULE_EVENT_FORK_CHILD,
-        dataver: 1,
-    };
-    // SAFETY: as above.
-    if unsafe { subscribe(ctx.ctx, fork, Some(on_fork)) } != raw::REDISMODULE_OK as c_int {
-        ctx.log_warning("redis-cell: could not subscribe to the server's fork events");
-        return Status::Err;
+    let events: [(u64, raw::RedisModuleEventCallback, &str); 2] = [
+        (raw::REDISMODULE_EVENT_LOADING, Some(on_loading), "loading"),
+        (raw::REDISMODULE_EVENT_FORK_CHILD, Some(on_fork), "fork"),
+    ];
+    for (id, callback, what) in events {
+        let event = raw::RedisModuleEvent { id, dataver: 1 };
+        // SAFETY: called during OnLoad with the load context; the callbacks
+        // have the signature the server expects.
+        if unsafe { subscribe(ctx.ctx, event, callback) } != raw::REDISMODULE_OK as c_int {
+            ctx.log_warning(&format!(
+                "redis-cell: could not subscribe to the server's {what} events"
+            ));
+            return Status::Err;
+        }
     }
     Status::Ok
 }
