@@ -2130,15 +2130,10 @@ local function limiter_of(kind, argv, i, o)
   return lim
 end
 
-commands['cl.throttleall'] = { 4, function(keys, argv)
-  local n, last = #keys, #argv
-  if n > 100 then return nil, E.TOO_MANY_KEYS end
-  if n < 1 or last < n then return nil, E.BAD_NUMKEYS end
-  local seen = {}
-  for j = 1, n do
-    if seen[keys[j]] then return nil, E.KEY_TWICE end
-    seen[keys[j]] = true
-  end
+-- The limiters and call options of a call, parsed from its words (after
+-- the keys) and its number of keys alone: nil and the error, or the
+-- limiters, the quantity (a pair) and MS.
+local function parse_all(argv, n, last)
   local limiters, co, i = {}, {}, 1
   for j = 1, n do
     local w = argv[i]
@@ -2175,6 +2170,47 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
   if i <= last then return nil, E.LIMITER_COUNT end
   local qs, qn = 0, 1
   if co.QUANTITY then qs, qn = co.q_s, co.q_n end
+  return limiters, qs, qn, co.MS
+end
+
+-- Calls parsed before, by their words joined and their number of keys:
+-- what parsing gives depends on nothing else, so a call with the same
+-- limiters is parsed once (only calls that parse are kept). Bounded, and
+-- only short word lists.
+local parsed, parsed_n = {}, 0
+
+commands['cl.throttleall'] = { 4, function(keys, argv)
+  local n, last = #keys, #argv
+  if n > 100 then return nil, E.TOO_MANY_KEYS end
+  if n < 1 or last < n then return nil, E.BAD_NUMKEYS end
+  local seen = {}
+  for j = 1, n do
+    if seen[keys[j]] then return nil, E.KEY_TWICE end
+    seen[keys[j]] = true
+  end
+  local ck = last <= 32 and tconcat(argv, '\0') .. '\0' .. n
+  if ck and #ck > 256 then ck = nil end
+  local hit = ck and parsed[ck]
+  -- A word may hold the separator: the words themselves must match.
+  if hit then
+    local words = hit[5]
+    for i = 1, last do
+      if words[i] ~= argv[i] then hit = nil; break end
+    end
+  end
+  local limiters, qs, qn, ms
+  if hit then
+    limiters, qs, qn, ms = hit[1], hit[2], hit[3], hit[4]
+  else
+    limiters, qs, qn, ms = parse_all(argv, n, last)
+    if not limiters then return nil, qs end
+    if ck then
+      if parsed_n >= 1024 then parsed, parsed_n = {}, 0 end
+      local words = {}
+      for i = 1, last do words[i] = argv[i] end
+      parsed[ck], parsed_n = { limiters, qs, qn, ms, words }, parsed_n + 1
+    end
+  end
   -- One instant for all; every state is read (and every type checked)
   -- before anything is written.
   local now_s, now_n, now_ms = store.now()
@@ -2190,7 +2226,7 @@ commands['cl.throttleall'] = { 4, function(keys, argv)
     local d = decided[j]
     limiter.apply(keys[j], goes_ahead, now_ms, d[1], d[2], d[3], d[4])
   end
-  local reply = to_reply(verdicts[b], co.MS)
+  local reply = to_reply(verdicts[b], ms)
   reply[6] = b
   return reply
 end, nil, 'keys' }
