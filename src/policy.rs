@@ -434,7 +434,7 @@ unsafe extern "C" fn write_policies(ctx: *mut raw::RedisModuleCtx, _data: *mut c
         if s.shadow {
             words.push(b"SHADOW");
         }
-        replicate(ctx, c"CL.POLICY", &words);
+        raw::replicate(ctx, "CL.POLICY", words.as_slice());
     }
 }
 
@@ -457,35 +457,6 @@ fn aof_rewrite_in_progress(ctx: *mut raw::RedisModuleCtx) -> bool {
         let v = field(info, c"aof_rewrite_in_progress".as_ptr(), &mut err);
         free(ctx, info);
         err == 0 && v == 1
-    }
-}
-
-/// Propagates `command words...` to the AOF and the replicas.
-fn replicate(ctx: *mut raw::RedisModuleCtx, command: &std::ffi::CStr, words: &[&[u8]]) {
-    let (Some(create), Some(free), Some(replicate)) = (
-        api!(RedisModule_CreateString),
-        api!(RedisModule_FreeString),
-        api!(RedisModule_Replicate),
-    ) else {
-        return;
-    };
-    // SAFETY: strings made in the live context, handed to the server by
-    // the `v` format (it takes its own references) and freed here once.
-    unsafe {
-        let argv: Vec<*mut raw::RedisModuleString> = words
-            .iter()
-            .map(|w| create(ctx, w.as_ptr().cast::<c_char>(), w.len()))
-            .collect();
-        replicate(
-            ctx,
-            command.as_ptr(),
-            c"v".as_ptr(),
-            argv.as_ptr(),
-            argv.len(),
-        );
-        for s in argv {
-            free(ctx, s);
-        }
     }
 }
 
