@@ -98,10 +98,8 @@ fast['cl.throttle'] = function(keys, argv)
   if inc >= 1e15 then return nil end
   -- store.now; limiter.check (gcra.check) holds for a clock below 9e9 s
   -- and a tolerance below 1e15 ns.
-  local tm = rcall('TIME')
-  local now_s, usec = tonum(tm[1]), tonum(tm[2])
+  local now_s, now_n, now_ms = store.now()
   if not (now_s < 9000000000) then return nil end
-  local now_n, now_ms = usec * 1000, now_s * 1000 + floor(usec / 1000)
   -- store.integer: a TAT in canonical digits (integer() reads them so);
   -- gcra.decide's fast path: within a day of now.
   local key = keys[1]
@@ -160,10 +158,8 @@ fast['fw.incr'] = function(keys, argv)
   if w >= 1e15 then return nil end
   -- store.now; limiter.check (fixed.check) holds for a clock below 9e9 s
   -- and a window below 1e15 ns.
-  local tm = rcall('TIME')
-  local now_s, usec = tonum(tm[1]), tonum(tm[2])
+  local now_s, now_n, now_ms = store.now()
   if not (now_s < 9000000000) then return nil end
-  local now_n, now_ms = usec * 1000, now_s * 1000 + floor(usec / 1000)
   -- store.integer: a count in plain digits; store.expire_ms.
   local key = keys[1]
   local v = rpcall('GET', key)
@@ -233,8 +229,7 @@ fast['sw.allow'] = function(keys, argv)
   if not lim or lim[1] ~= 'exact' then return nil end
   local limit, ws, wn = lim[2], lim[3], lim[4]
   -- store.now; limiter.check.
-  local tm = rcall('TIME')
-  local now_s, now_n = tonum(tm[1]), tonum(tm[2]) * 1000
+  local now_s, now_n, now_ms = store.now()
   if past_i64(now_s, now_n, ws, wn) then return nil end
   -- window_state: an exact log of the twin (anything else: the layered
   -- path, which answers every error).
@@ -252,7 +247,7 @@ fast['sw.allow'] = function(keys, argv)
   local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
   if at_s then
     local v2, exp = sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
-    store.set(key, v2, exp, nil, now_s * 1000 + floor(now_n / 1000000))
+    store.set(key, v2, exp, nil, now_ms)
   end
   return to_reply(verdict_, ms)
 end
