@@ -380,40 +380,6 @@ fn milliseconds_and_seconds_agree_on_every_command() {
     }
 }
 
-/// The commands appended to the AOF files in `dir` (as upper-case names
-/// with their arguments), base files left out.
-fn aof_commands(dir: &std::path::Path) -> Vec<Vec<String>> {
-    let mut files: Vec<std::path::PathBuf> = Vec::new();
-    for d in [dir.to_path_buf(), dir.join("appendonlydir")] {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
-            if name.ends_with(".incr.aof") || name == "appendonly.aof" {
-                files.push(entry.path());
-            }
-        }
-    }
-    assert!(!files.is_empty(), "no AOF in {}", dir.display());
-    let mut commands = Vec::new();
-    for file in files {
-        let data = std::fs::read(&file).unwrap();
-        let text = String::from_utf8_lossy(&data);
-        let mut lines = text.split("\r\n");
-        while let Some(head) = lines.next() {
-            let Some(n) = head.strip_prefix('*') else {
-                continue;
-            };
-            let words: Vec<String> = (0..n.parse::<usize>().unwrap())
-                .map(|_| {
-                    lines.next(); // $len
-                    lines.next().unwrap().to_string()
-                })
-                .collect();
-            commands.push(words);
-        }
-    }
-    commands
-}
-
 #[test]
 fn replicas_and_the_aof_get_the_effects_as_one_transaction() {
     let master = Server::with(Options {

@@ -743,3 +743,38 @@ impl Rng {
         items[self.below(items.len() as u64) as usize]
     }
 }
+
+/// The commands appended to the AOF files in `dir` (as upper-case names
+/// with their arguments), base files left out.
+pub fn aof_commands(dir: &std::path::Path) -> Vec<Vec<String>> {
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for d in [dir.to_path_buf(), dir.join("appendonlydir")] {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name.ends_with(".incr.aof") || name == "appendonly.aof" {
+                files.push(entry.path());
+            }
+        }
+    }
+    assert!(!files.is_empty(), "no AOF in {}", dir.display());
+    let mut commands = Vec::new();
+    for file in files {
+        let data = std::fs::read(&file).unwrap();
+        let text = String::from_utf8_lossy(&data);
+        let mut lines = text.split("\r\n");
+        while let Some(head) = lines.next() {
+            // Anything else (an RDB preamble's bytes) is passed over.
+            let Some(n) = head.strip_prefix('*').and_then(|n| n.parse::<usize>().ok()) else {
+                continue;
+            };
+            let words: Vec<String> = (0..n)
+                .map(|_| {
+                    lines.next(); // $len
+                    lines.next().unwrap().to_string()
+                })
+                .collect();
+            commands.push(words);
+        }
+    }
+    commands
+}
