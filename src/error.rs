@@ -20,6 +20,18 @@ pub enum CmdError {
     NeedsValue(&'static str),
     /// `ERR unknown policy 'name'`.
     UnknownPolicy(Shown),
+    /// The server's own text for an unknown subcommand of a container
+    /// command, also where the server has no subcommands (Redis 6.2).
+    UnknownSubcommand(Shown),
+    /// The wrong-arity text of a subcommand (`cl.policy|get`), as servers
+    /// with subcommands word it, on every server.
+    SubcommandArity(&'static str),
+    /// `NOPERM`, for an operator's command the caller's rules leave out.
+    NoPermission(Shown),
+    /// A policy whose time zone this server cannot use.
+    PolicyZone { policy: Shown, zone: Shown },
+    /// A policy whose limiter this version does not read.
+    PolicyUnreadable(Shown),
 }
 
 impl CmdError {
@@ -36,6 +48,26 @@ impl CmdError {
             CmdError::UnknownPolicy(name) => {
                 Cow::Owned(format!("ERR unknown policy '{}'", name.as_str()))
             }
+            CmdError::UnknownSubcommand(word) => Cow::Owned(format!(
+                "ERR unknown subcommand '{}'. Try CL.POLICY HELP.",
+                word.as_str()
+            )),
+            CmdError::SubcommandArity(name) => Cow::Owned(format!(
+                "ERR wrong number of arguments for '{name}' command"
+            )),
+            CmdError::NoPermission(command) => Cow::Owned(format!(
+                "NOPERM this user has no permissions to run the '{}' command",
+                command.as_str()
+            )),
+            CmdError::PolicyUnreadable(policy) => Cow::Owned(format!(
+                "ERR policy '{}' holds a limiter this version of redis-cell does not read: set it again",
+                policy.as_str()
+            )),
+            CmdError::PolicyZone { policy, zone } => Cow::Owned(format!(
+                "ERR policy '{}' uses the time zone '{}', which this server cannot read: set the policy again from a server that has the zone",
+                policy.as_str(),
+                zone.as_str()
+            )),
         })
     }
 }
@@ -129,13 +161,34 @@ pub const POLICY_LIMITER_WORDS: CmdError = CmdError::Reply(
 pub const POLICY_KIND_CHANGE: CmdError = CmdError::Reply(
     "ERR a policy keeps its kind (GCRA, SW, SW APPROX or FW), which its keys hold: DEL it first, or use a new name",
 );
-pub const UNKNOWN_SUBCOMMAND: CmdError =
-    CmdError::Reply("ERR unknown CL.POLICY subcommand: expected SET, GET, DEL or LIST");
+/// The server's answers to a write it refuses, for the checks `CL.POLICY
+/// SET` and `DEL` make themselves where the server has no subcommands.
+pub const OOM: CmdError =
+    CmdError::Reply("OOM command not allowed when used memory > 'maxmemory'.");
+pub const NOREPLICAS: CmdError = CmdError::Reply("NOREPLICAS Not enough good replicas to write.");
 pub const BAD_TOP_COUNT: CmdError = CmdError::Reply("ERR invalid COUNT: must be 1 or greater");
 pub const READONLY_REPLICA: CmdError =
     CmdError::Reply("READONLY You can't write against a read only replica.");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
+
+/// `ERR unknown subcommand 'word'. Try CL.POLICY HELP.`
+pub fn unknown_subcommand(word: &[u8]) -> CmdError {
+    CmdError::UnknownSubcommand(shown(word))
+}
+
+/// A policy whose zone this server cannot read.
+pub fn policy_zone(policy: &[u8], zone: &[u8]) -> CmdError {
+    CmdError::PolicyZone {
+        policy: shown(policy),
+        zone: shown(zone),
+    }
+}
+
+/// A policy whose limiter this version does not read.
+pub fn policy_unreadable(policy: &[u8]) -> CmdError {
+    CmdError::PolicyUnreadable(shown(policy))
+}
 
 /// `ERR unknown policy 'name'`, the name shown safely.
 pub fn unknown_policy(name: &[u8]) -> CmdError {

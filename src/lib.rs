@@ -15,6 +15,7 @@ macro_rules! api {
     };
 }
 
+mod acl;
 mod args;
 mod clock;
 mod commands;

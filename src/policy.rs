@@ -13,8 +13,10 @@
 
 use crate::error::{self, CmdError};
 use crate::limiter::{self, Limiter};
+use crate::zones;
 use cell_core::policy::{self, Counters, Outcome, Saved};
 use cell_core::top::{Seeded, Top};
+use cell_core::zoned;
 use redis_module::native_types::RedisType;
 use redis_module::{raw, Context, RedisString, Status};
 use std::collections::HashMap;
@@ -29,10 +31,16 @@ pub const MAX_TOP_CAPACITY: usize = 1 << 20;
 
 /// One named policy.
 pub struct Policy {
-    pub limiter: Limiter,
+    /// `None` when this server cannot use the policy (see [`Unusable`]).
+    pub limiter: Option<Limiter>,
     pub shadow: bool,
     /// The limiter's words as given to `CL.POLICY SET` (without `SHADOW`).
     pub words: Vec<Vec<u8>>,
+    /// The rules (TZif data) of the time zone the limiter names, as the
+    /// master read them: every node decides the same windows with them.
+    pub zone: Option<Vec<u8>>,
+    /// Why this server cannot use the policy, when it cannot.
+    pub unusable: Option<Unusable>,
     pub counters: Counters,
     /// The keys this policy refused most often; made on its first refusal.
     top: Option<Box<Top<Vec<u8>>>>,
@@ -82,13 +90,31 @@ pub struct Offender {
     pub shadow: u64,
 }
 
+/// Why a server holds a policy it cannot use. It keeps the policy (saved,
+/// replicated, listed) instead of dropping it or failing a load, and every
+/// call that names it answers an error that says why.
+#[derive(Clone, Debug)]
+pub enum Unusable {
+    /// The limiter names a time zone this server's database lacks, and no
+    /// rules came with it (a file or a master of an older version).
+    Zone(Vec<u8>),
+    /// The words are no limiter this version reads (a newer version's).
+    Words,
+}
+
 impl Registry {
     /// The policy's limiter and shadow flag (a copy: the lock need not be
-    /// held while it decides).
-    pub fn get(&self, name: &[u8]) -> Option<(Limiter, bool)> {
-        self.policies
+    /// held while it decides), or the error a call naming it answers.
+    pub fn lookup(&self, name: &[u8]) -> Result<(Limiter, bool), CmdError> {
+        let p = self
+            .policies
             .get(name)
-            .map(|p| (p.limiter.clone(), p.shadow))
+            .ok_or_else(|| error::unknown_policy(name))?;
+        match (&p.limiter, &p.unusable) {
+            (Some(l), _) => Ok((l.clone(), p.shadow)),
+            (None, Some(Unusable::Zone(zone))) => Err(error::policy_zone(name, zone)),
+            (None, _) => Err(error::policy_unreadable(name)),
+        }
     }
 
     pub fn policy(&self, name: &[u8]) -> Option<&Policy> {
@@ -97,17 +123,13 @@ impl Registry {
 
     /// Creates or replaces a policy; a replaced one keeps its counters and
     /// its summary.
-    pub fn set(
-        &mut self,
-        name: &[u8],
-        limiter: Limiter,
-        shadow: bool,
-        words: Vec<Vec<u8>>,
-    ) -> Result<(), CmdError> {
+    pub fn set(&mut self, name: &[u8], made: Made, shadow: bool) -> Result<(), CmdError> {
         if let Some(p) = self.policies.get_mut(name) {
-            p.limiter = limiter;
+            p.limiter = made.limiter;
             p.shadow = shadow;
-            p.words = words;
+            p.words = made.words;
+            p.zone = made.zone;
+            p.unusable = made.unusable;
             return Ok(());
         }
         if self.policies.len() >= policy::MAX_POLICIES {
@@ -116,9 +138,11 @@ impl Registry {
         self.policies.insert(
             name.to_vec(),
             Policy {
-                limiter,
+                limiter: made.limiter,
                 shadow,
-                words,
+                words: made.words,
+                zone: made.zone,
+                unusable: made.unusable,
                 counters: Counters::default(),
                 top: None,
             },
@@ -221,7 +245,7 @@ impl Registry {
         all
     }
 
-    fn saved(&self) -> Vec<Saved> {
+    pub fn saved(&self) -> Vec<Saved> {
         self.names()
             .into_iter()
             .filter_map(|name| {
@@ -229,9 +253,106 @@ impl Registry {
                     name: name.to_vec(),
                     shadow: p.shadow,
                     words: p.words.clone(),
+                    zone: p.zone.clone(),
                 })
             })
             .collect()
+    }
+}
+
+/// A policy as made from its words (and zone rules), before it is stored.
+pub struct Made {
+    pub limiter: Option<Limiter>,
+    pub words: Vec<Vec<u8>>,
+    pub zone: Option<Vec<u8>>,
+    pub unusable: Option<Unusable>,
+}
+
+/// The zone named after `TZ` in a limiter's words, if any.
+pub fn zone_word(words: &[Vec<u8>]) -> Option<&[u8]> {
+    words
+        .windows(2)
+        .skip(1)
+        .find(|w| w[0].eq_ignore_ascii_case(b"TZ"))
+        .map(|w| w[1].as_slice())
+}
+
+/// Makes the policy a user's `CL.POLICY SET` gives, on the node where it
+/// is set: the limiter is read with the zone rules this server has, and
+/// those rules are kept with the policy (and then used here too, so that
+/// this node and every node given them decide alike). Errors are the
+/// user's: a zone this server does not know is `BAD_TZ`.
+pub fn made_here(words: Vec<Vec<u8>>) -> Result<Made, CmdError> {
+    let limiter = limiter_of(&words)?;
+    if let Some((_, tzif)) = zone_word(&words).and_then(zoned::find_tzif) {
+        if let Some(made) = made_with_rules(words.clone(), tzif) {
+            return Ok(made);
+        }
+    }
+    Ok(Made {
+        limiter: Some(limiter),
+        words,
+        zone: None,
+        unusable: None,
+    })
+}
+
+/// The limiter of `words` with the zone it names taken from `tzif`.
+fn made_with_rules(words: Vec<Vec<u8>>, tzif: Vec<u8>) -> Option<Made> {
+    let word = std::str::from_utf8(zone_word(&words)?).ok()?.to_string();
+    let zone = zoned::from_tzif(&word, &tzif)?;
+    let limiter = zones::with_pinned(&word, zone, || limiter_of(&words)).ok()?;
+    Some(Made {
+        limiter: Some(limiter),
+        words,
+        zone: Some(tzif),
+        unusable: None,
+    })
+}
+
+/// Makes a policy that comes from elsewhere: a master, an AOF, an RDB
+/// file. Never an error: a policy this server cannot use is kept, marked
+/// unusable (and logged), so that a load never fails and no policy is
+/// dropped because of one node's time zone database or version.
+pub fn made_from(name: &[u8], words: Vec<Vec<u8>>, zone: Option<Vec<u8>>) -> Made {
+    if let Some(tzif) = zone.clone() {
+        if let Some(made) = made_with_rules(words.clone(), tzif) {
+            return made;
+        }
+    }
+    match limiter_of(&words) {
+        Ok(limiter) => Made {
+            limiter: Some(limiter),
+            words,
+            zone,
+            unusable: None,
+        },
+        Err(e) => {
+            let unusable = match zone_word(&words) {
+                Some(z) if e == error::BAD_TZ => Unusable::Zone(z.to_vec()),
+                _ => Unusable::Words,
+            };
+            let why = match &unusable {
+                Unusable::Zone(z) => format!(
+                    "it uses the time zone '{}', which this server's time zone database does not have and whose rules did not come with it",
+                    String::from_utf8_lossy(z)
+                ),
+                Unusable::Words => format!(
+                    "its limiter is not one this version reads: {}",
+                    String::from_utf8_lossy(&words.join(&b' '))
+                ),
+            };
+            redis_module::logging::log_warning(format!(
+                "redis-cell: policy '{}' is kept but cannot be used on this server: {why}; calls that name it answer an error until it is set again",
+                String::from_utf8_lossy(name)
+            ));
+            Made {
+                limiter: None,
+                words,
+                zone,
+                unusable: Some(unusable),
+            }
+        }
     }
 }
 
@@ -338,15 +459,15 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
     };
     let mut policies = HashMap::with_capacity_and_hasher(saved.len(), Seeded::new());
     for s in saved {
-        let Ok(limiter) = limiter_of(&s.words) else {
-            return ERR;
-        };
+        let made = made_from(&s.name, s.words, s.zone);
         policies.insert(
             s.name,
             Policy {
-                limiter,
+                limiter: made.limiter,
                 shadow: s.shadow,
-                words: s.words,
+                words: made.words,
+                zone: made.zone,
+                unusable: made.unusable,
                 counters: Counters::default(),
                 top: None,
             },
@@ -424,19 +545,58 @@ unsafe extern "C" fn on_fork(
     }
 }
 
+/// How long [`write_policies`] waits before it tries again while the
+/// server forbids propagation, in milliseconds.
+const PAUSED_RETRY_MS: i64 = 50;
+
 /// The timer set by [`on_fork`]: `CL.POLICY SET` for every policy, to the
-/// AOF and the replicas.
+/// AOF and the replicas. Nothing may propagate while the server pauses
+/// writes (`CLIENT PAUSE ... WRITE`, a failover): the server would abort.
+/// Then the timer waits and tries again; the commands still land after the
+/// new base, which is all they need.
 unsafe extern "C" fn write_policies(ctx: *mut raw::RedisModuleCtx, _data: *mut c_void) {
+    if let Some(avoid) = api!(RedisModule_AvoidReplicaTraffic) {
+        // SAFETY: takes no arguments; answers whether the server pauses
+        // the replication stream.
+        if unsafe { avoid() } != 0 {
+            if let Some(create_timer) = api!(RedisModule_CreateTimer) {
+                // SAFETY: the timer's live context; the callback takes no
+                // data.
+                unsafe {
+                    create_timer(
+                        ctx,
+                        PAUSED_RETRY_MS,
+                        Some(write_policies),
+                        std::ptr::null_mut(),
+                    )
+                };
+            }
+            return;
+        }
+    }
     let saved = registry().saved();
     for s in saved {
-        let mut words: Vec<&[u8]> = vec![b"SET", &s.name];
-        words.extend(s.words.iter().map(Vec::as_slice));
-        if s.shadow {
-            words.push(b"SHADOW");
-        }
-        raw::replicate(ctx, "CL.POLICY", words.as_slice());
+        replicate_set(ctx, &s);
     }
 }
+
+/// Propagates `CL.POLICY SET` for the policy `s`, its zone's rules
+/// included (`ZONEINFO`, taken only from a master or an AOF).
+pub fn replicate_set(ctx: *mut raw::RedisModuleCtx, s: &Saved) {
+    let mut words: Vec<&[u8]> = vec![b"SET", &s.name];
+    words.extend(s.words.iter().map(Vec::as_slice));
+    if s.shadow {
+        words.push(b"SHADOW");
+    }
+    if let Some(zone) = &s.zone {
+        words.push(ZONEINFO);
+        words.push(zone);
+    }
+    raw::replicate(ctx, "CL.POLICY", words.as_slice());
+}
+
+/// The word before a zone's rules in a replicated `CL.POLICY SET`.
+pub const ZONEINFO: &[u8] = b"ZONEINFO";
 
 /// Whether the child just born writes an AOF rewrite.
 fn aof_rewrite_in_progress(ctx: *mut raw::RedisModuleCtx) -> bool {

@@ -2,7 +2,7 @@
 //! and ACL categories where the server supports them, the INFO section, and
 //! the load log line. Optional server features are detected here, once.
 
-use crate::commands::{self, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
+use crate::commands::{self, subcommands_of, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
 use crate::MODULE_VERSION_TEXT;
 use redis_module::{raw, Context, Status};
 use std::ffi::CString;
@@ -25,6 +25,8 @@ pub fn register_all(ctx: &Context) -> Status {
     // Whether the server accepts the `internal` command flag (Redis 8+):
     // unknown until the first effect is registered.
     let mut internal: Option<bool> = None;
+    // Whether the server has subcommands (Redis 7.0+, Valkey).
+    let subcommands = api!(RedisModule_CreateSubcommand).is_some();
     for command in commands::ALL {
         let created = if command.role == Role::Effect && internal != Some(false) {
             match create(ctx, command, " internal") {
@@ -42,6 +44,8 @@ pub fn register_all(ctx: &Context) -> Status {
                 }
                 Err(()) => false,
             }
+        } else if !subcommands_of(command.name).is_empty() && subcommands {
+            create_container(ctx, command).is_ok()
         } else {
             create(ctx, command, "").is_ok()
         };
@@ -49,17 +53,33 @@ pub fn register_all(ctx: &Context) -> Status {
             ctx.log_warning(&format!("could not register {}", command.name));
             return Status::Err;
         }
-        docs &= set_docs(ctx, command).is_ok();
-        if categories {
-            set_acl_category(
-                ctx,
-                command,
-                match command.role {
-                    Role::Public => ACL_CATEGORY,
-                    Role::Admin => ADMIN_CATEGORY,
-                    Role::Effect => EFFECT_CATEGORY,
-                },
-            );
+        let category = match command.role {
+            Role::Public => ACL_CATEGORY,
+            Role::Admin => ADMIN_CATEGORY,
+            Role::Effect => EFFECT_CATEGORY,
+        };
+        // The operators' commands are also `@admin` and `@dangerous`, so
+        // that `+@all -@admin` leaves them out (where the server cannot set
+        // categories, they check that themselves: see `acl`).
+        let category = match (categories, command.role) {
+            (true, Role::Admin) => Some(format!("{category} admin dangerous")),
+            (true, _) => Some(category.to_string()),
+            (false, Role::Admin) => Some("admin dangerous".to_string()),
+            (false, _) => None,
+        };
+        docs &= set_docs(ctx, command.name, command.docs, command).is_ok();
+        let mut names = vec![command.name.to_string()];
+        if subcommands {
+            for sub in subcommands_of(command.name) {
+                let full = format!("{}|{}", command.name, sub.name);
+                docs &= set_docs(ctx, &full, sub.docs, command).is_ok();
+                names.push(full);
+            }
+        }
+        if let Some(category) = &category {
+            for name in &names {
+                set_acl_category(ctx, name, category);
+            }
         }
     }
     if let Some(register_info) = api!(RedisModule_RegisterInfoFunc) {
@@ -67,11 +87,12 @@ pub fn register_all(ctx: &Context) -> Status {
         unsafe { register_info(ctx.ctx, Some(info)) };
     }
     ctx.log_notice(&format!(
-        "redis-cell {MODULE_VERSION_TEXT} loaded on server {}; command docs and key specs: {}; ACL categories @{ACL_CATEGORY}, @{ADMIN_CATEGORY} and @{EFFECT_CATEGORY}: {}; internal commands: {}; absolute expiry: {}",
+        "redis-cell {MODULE_VERSION_TEXT} loaded on server {}; command docs and key specs: {}; ACL categories @{ACL_CATEGORY}, @{ADMIN_CATEGORY} and @{EFFECT_CATEGORY}: {}; internal commands: {}; subcommands: {}; absolute expiry: {}",
         server_version(),
         yes_no(docs),
         yes_no(categories),
         yes_no(internal == Some(true)),
+        yes_no(subcommands),
         yes_no(api!(RedisModule_SetAbsExpire).is_some()),
     ));
     Status::Ok
@@ -128,6 +149,45 @@ fn create(ctx: &Context, command: &Command, extra_flags: &str) -> Result<(), ()>
     }
 }
 
+/// Creates `command` as a container (no handler of its own) and its
+/// subcommands, each with its own flags and the container's handler.
+fn create_container(ctx: &Context, command: &Command) -> Result<(), ()> {
+    let name = CString::new(command.name).map_err(|_| ())?;
+    let (create, create_sub) = (
+        api!(RedisModule_CreateCommand).ok_or(())?,
+        api!(RedisModule_CreateSubcommand).ok_or(())?,
+    );
+    let no_flags = CString::new("").map_err(|_| ())?;
+    // SAFETY: as in `create`; a NULL handler makes a container.
+    let status = unsafe { create(ctx.ctx, name.as_ptr(), None, no_flags.as_ptr(), 0, 0, 0) };
+    if status != raw::Status::Ok as c_int {
+        return Err(());
+    }
+    let parent = command_handle(ctx, command.name).ok_or(())?;
+    for sub in subcommands_of(command.name) {
+        let sub_name = CString::new(sub.name).map_err(|_| ())?;
+        let flags = CString::new(sub.flags).map_err(|_| ())?;
+        // SAFETY: a container created above during OnLoad, NUL-terminated
+        // strings Redis copies, and an entry point with the expected
+        // signature.
+        let status = unsafe {
+            create_sub(
+                parent,
+                sub_name.as_ptr(),
+                Some(command.entry),
+                flags.as_ptr(),
+                0,
+                0,
+                0,
+            )
+        };
+        if status != raw::Status::Ok as c_int {
+            return Err(());
+        }
+    }
+    Ok(())
+}
+
 fn command_handle(ctx: &Context, name: &str) -> Option<*mut raw::RedisModuleCommand> {
     let get = api!(RedisModule_GetCommand)?;
     let name = CString::new(name).ok()?;
@@ -139,10 +199,9 @@ fn command_handle(ctx: &Context, name: &str) -> Option<*mut raw::RedisModuleComm
 /// Adds `COMMAND DOCS` information (summary, complexity, since, arity,
 /// arguments) and the key spec: where the keys are and what the command
 /// does with them, which ACL checks against key permissions.
-fn set_docs(ctx: &Context, command: &Command) -> Result<(), ()> {
+fn set_docs(ctx: &Context, name: &str, docs: &Docs, command: &Command) -> Result<(), ()> {
     let set_info = api!(RedisModule_SetCommandInfo).ok_or(())?;
-    let handle = command_handle(ctx, command.name).ok_or(())?;
-    let docs: &Docs = command.docs;
+    let handle = command_handle(ctx, name).ok_or(())?;
     let mut arena = ArgArena::default();
     let summary = arena.text(docs.summary)?;
     let complexity = arena.text(docs.complexity)?;
@@ -314,10 +373,10 @@ fn add_acl_category(ctx: &Context, category: &str) -> bool {
     unsafe { add(ctx.ctx, name.as_ptr()) == raw::Status::Ok as c_int }
 }
 
-fn set_acl_category(ctx: &Context, command: &Command, category: &str) {
+fn set_acl_category(ctx: &Context, name: &str, category: &str) {
     let (Some(set), Some(handle)) = (
         api!(RedisModule_SetCommandACLCategories),
-        command_handle(ctx, command.name),
+        command_handle(ctx, name),
     ) else {
         return;
     };

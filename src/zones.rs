@@ -15,8 +15,35 @@ pub fn init() {
     let _ = zoned::find(b"Etc/UTC");
 }
 
+thread_local! {
+    /// A zone given by its rules (a policy's, as its master read them),
+    /// which [`find`] answers for its name instead of this server's own.
+    static PINNED: RefCell<Option<(String, TimeZone)>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `find` answering `zone` for the name `name`.
+pub fn with_pinned<R>(name: &str, zone: TimeZone, f: impl FnOnce() -> R) -> R {
+    let _ = PINNED.try_with(|p| p.replace(Some((name.to_string(), zone))));
+    let out = f();
+    let _ = PINNED.try_with(|p| p.replace(None));
+    out
+}
+
 /// The zone named `word`, or `None` when there is none of that name.
 pub fn find(word: &[u8]) -> Option<TimeZone> {
+    let pinned = PINNED
+        .try_with(|p| {
+            p.try_borrow().ok().and_then(|p| {
+                p.as_ref()
+                    .filter(|(name, _)| name.as_bytes().eq_ignore_ascii_case(word))
+                    .map(|(_, zone)| zone.clone())
+            })
+        })
+        .ok()
+        .flatten();
+    if pinned.is_some() {
+        return pinned;
+    }
     ZONES
         .try_with(|zones| match zones.try_borrow_mut() {
             Ok(mut zones) => zones.get(word, coarse_seconds(), zoned::find),

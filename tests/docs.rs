@@ -323,7 +323,9 @@ fn cells(line: &str) -> Vec<String> {
             _ => cells.last_mut().unwrap().push(ch),
         }
     }
-    cells.iter().map(|c| c.trim().to_string()).collect()
+    // A `|` inside a table cell is written `\|` (GitHub's tables), code
+    // spans included.
+    cells.iter().map(|c| c.trim().replace("\\|", "|")).collect()
 }
 
 /// The code spans of a cell.
@@ -568,6 +570,9 @@ fn set_clock(s: &Server, nanos: i64) {
 }
 
 fn fresh(s: &Server, c: &mut redis::Connection, at: i64) {
+    // Rows that show a write refused set these.
+    cmd(c, "CONFIG SET maxmemory 0").unwrap();
+    cmd(c, "CONFIG SET min-replicas-to-write 0").unwrap();
     cmd(c, "FLUSHALL").unwrap();
     // Policies and the top-offender summaries are the server's, not keys:
     // FLUSHALL keeps them.

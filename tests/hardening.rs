@@ -611,3 +611,33 @@ fn approx_states_the_commands_cannot_produce_are_refused_and_write_nothing() {
     let keys: Vec<String> = ["existing", "fresh", "edge"].map(String::from).to_vec();
     assert_eq!(snapshot(&mut replica.conn(), &keys), snapshot(m, &keys));
 }
+
+/// The registered arity admits the shortest call the grammar admits:
+/// one key and one policy, five words, also in a transaction.
+#[test]
+fn the_shortest_throttleall_call_is_not_a_wrong_arity() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "CL.POLICY SET p GCRA 1 1 1").unwrap();
+    assert_eq!(
+        cmd(c, "CL.THROTTLEALL 1 k POLICY p"),
+        Ok(Value::Array([0, 2, 1, -1, 1, 1].map(Value::Int).to_vec()))
+    );
+    cmd(c, "MULTI").unwrap();
+    cmd(c, "CL.THROTTLEALL 1 k2 POLICY p").unwrap();
+    let Value::Array(replies) = cmd(c, "EXEC").unwrap() else {
+        panic!("EXEC answers an array")
+    };
+    assert_eq!(replies.len(), 1);
+    assert!(
+        matches!(&replies[0], Value::Array(v) if v.len() == 6),
+        "{replies:?}"
+    );
+    assert_eq!(
+        err(c, "CL.THROTTLEALL 1 k POLICY"),
+        as_server_says(
+            "CL.THROTTLEALL 1 k POLICY",
+            "ERR wrong number of arguments for 'cl.throttleall' command"
+        )
+    );
+}

@@ -178,15 +178,22 @@ fn bad_input() {
     );
     assert_eq!(
         err(c, "CL.POLICY FROB p"),
-        "ERR unknown CL.POLICY subcommand: expected SET, GET, DEL or LIST"
+        "ERR unknown subcommand 'FROB'. Try CL.POLICY HELP."
     );
-    for line in [
-        "CL.POLICY",
-        "CL.POLICY SET p",
-        "CL.POLICY GET",
-        "CL.POLICY LIST x",
-        "CL.LIMIT k",
+    for (line, name) in [
+        ("CL.POLICY SET p", "cl.policy|set"),
+        ("CL.POLICY GET", "cl.policy|get"),
+        ("CL.POLICY DEL a b", "cl.policy|del"),
+        ("CL.POLICY LIST x", "cl.policy|list"),
+        ("CL.POLICY HELP x", "cl.policy|help"),
     ] {
+        assert_eq!(
+            err(c, line),
+            format!("ERR wrong number of arguments for '{name}' command"),
+            "{line}"
+        );
+    }
+    for line in ["CL.POLICY", "CL.LIMIT k"] {
         assert_eq!(
             err(c, line),
             as_server_says(

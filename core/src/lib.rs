@@ -9,6 +9,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod acl;
 pub mod calendar;
 pub mod compat;
 pub mod fixed;

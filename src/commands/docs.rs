@@ -158,7 +158,7 @@ pub const CL_PEEK: Docs = Docs {
 pub const CL_THROTTLEALL: Docs = Docs {
     summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA, SW or FW, with the parameters of CL.THROTTLE, SW.ALLOW or FW.INCR) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
     complexity: "O(N) in the limiters (at most 100), each as its own command",
-    arity: -6,
+    arity: -5,
     args: &[
         arg("numkeys", Integer),
         multiple("key", Key),
@@ -428,9 +428,54 @@ pub const CL_POLICY: Docs = Docs {
                 block("GET", &[arg("name", ArgKind::String)]),
                 block("DEL", &[arg("name", ArgKind::String)]),
                 word("LIST"),
+                word("HELP"),
             ]),
         ),
     ],
+};
+
+// The subcommands, where the server has subcommands. Their arity stays the
+// server's default for a subcommand (at least the two words), so that the
+// handler checks the rest and answers the same texts on every server.
+
+pub const CL_POLICY_SET: Docs = Docs {
+    summary:
+        "Creates or replaces the named policy (live, no reset); a write: replicated and saved.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[
+        arg("name", ArgKind::String),
+        arg("limiter", ArgKind::String),
+        flag("SHADOW"),
+    ],
+};
+
+pub const CL_POLICY_GET: Docs = Docs {
+    summary: "Answers the named policy's limiter, shadow flag and counters.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[arg("name", ArgKind::String)],
+};
+
+pub const CL_POLICY_DEL: Docs = Docs {
+    summary: "Removes the named policy; answers 1, or 0 if there was none.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[arg("name", ArgKind::String)],
+};
+
+pub const CL_POLICY_LIST: Docs = Docs {
+    summary: "Names every policy, sorted.",
+    complexity: "O(N log N) in the policies",
+    arity: 0,
+    args: &[],
+};
+
+pub const CL_POLICY_HELP: Docs = Docs {
+    summary: "Lists the subcommands of CL.POLICY.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[],
 };
 
 pub const CL_TOP: Docs = Docs {

@@ -7,7 +7,7 @@
 
 use super::{enforce, unit, Watch};
 use crate::args::Args;
-use crate::error::{self, CmdError};
+use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::policy;
 use cell_core::options::Opt;
@@ -19,9 +19,7 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(3)?;
     let options = args.options(3, OPTIONS)?;
     let name = args.word(2);
-    let (limiter, shadow) = policy::registry()
-        .get(name)
-        .ok_or_else(|| error::unknown_policy(name))?;
+    let (limiter, shadow) = policy::registry().lookup(name)?;
     let watch = Watch {
         shadow: shadow || options.has(2),
         policy: Some(name),

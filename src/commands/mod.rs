@@ -401,8 +401,16 @@ pub const ALL: &[Command] = &[
         flags: WRITE,
         entry: cl_limit,
     },
-    // SET and DEL refuse themselves on read-only replicas: a `write` flag
-    // would refuse GET and LIST there too.
+    // A container of subcommands where the server has them (Redis 7.0+,
+    // Valkey; see POLICY_SUBCOMMANDS), so that SET and DEL are writes to
+    // the server (paused by CLIENT PAUSE WRITE and failovers, refused on
+    // replicas, under OOM, NOREPLICAS and in read-only scripts) while GET
+    // and LIST run anywhere. Where it has none (Redis 6.2), one command
+    // with these flags: `may-replicate` is what CLIENT PAUSE WRITE holds
+    // back there, and SET and DEL make a write's other checks themselves.
+    // `admin` puts both operators' commands in @admin (and @dangerous) on
+    // every server, which is all a server without module ACL categories
+    // can tell about them.
     Command {
         name: "cl.policy",
         stats: &CL_POLICY,
@@ -410,7 +418,7 @@ pub const ALL: &[Command] = &[
         role: Role::Admin,
         keys: Keys::None,
         docs: &docs::CL_POLICY,
-        flags: "",
+        flags: "may-replicate admin",
         entry: cl_policy,
     },
     Command {
@@ -420,7 +428,7 @@ pub const ALL: &[Command] = &[
         role: Role::Admin,
         keys: Keys::None,
         docs: &docs::CL_TOP,
-        flags: "readonly",
+        flags: "readonly admin",
         entry: cl_top,
     },
     // The effects replicas and the AOF replay for the commands above.
@@ -485,3 +493,49 @@ pub const ALL: &[Command] = &[
         entry: sw_load,
     },
 ];
+
+/// A subcommand of a container command: its name, flags and docs. Every
+/// subcommand runs the container's handler, which reads the subcommand
+/// from its first argument as it does where the server has no subcommands.
+pub struct Subcommand {
+    pub name: &'static str,
+    pub flags: &'static str,
+    pub docs: &'static Docs,
+}
+
+/// `CL.POLICY`'s subcommands, where the server has subcommands.
+pub const POLICY_SUBCOMMANDS: &[Subcommand] = &[
+    Subcommand {
+        name: "set",
+        flags: "write deny-oom admin",
+        docs: &docs::CL_POLICY_SET,
+    },
+    Subcommand {
+        name: "del",
+        flags: "write admin",
+        docs: &docs::CL_POLICY_DEL,
+    },
+    Subcommand {
+        name: "get",
+        flags: "readonly admin",
+        docs: &docs::CL_POLICY_GET,
+    },
+    Subcommand {
+        name: "list",
+        flags: "readonly admin",
+        docs: &docs::CL_POLICY_LIST,
+    },
+    Subcommand {
+        name: "help",
+        flags: "readonly admin allow-loading allow-stale",
+        docs: &docs::CL_POLICY_HELP,
+    },
+];
+
+/// The subcommands of the command `name`, if it is a container.
+pub fn subcommands_of(name: &str) -> &'static [Subcommand] {
+    match name {
+        "cl.policy" => POLICY_SUBCOMMANDS,
+        _ => &[],
+    }
+}

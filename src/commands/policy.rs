@@ -3,90 +3,169 @@
 //! `limiter` is written as in `CL.THROTTLEALL` and read by the same code.
 //!
 //! `SET` and `DEL` change the server's configuration, not a key: they are
-//! replicated verbatim (replicas and the AOF run them as given) and
-//! refused on a read-only replica unless they come from its master or the
-//! AOF. `GET` and `LIST` work everywhere.
+//! writes as far as the server can tell (see `POLICY_SUBCOMMANDS`: paused
+//! by `CLIENT PAUSE WRITE` and failovers, refused on read-only replicas,
+//! under OOM, NOREPLICAS and in read-only scripts), and are replicated
+//! verbatim (replicas and the AOF run them as given). Where the server has
+//! no subcommands (Redis 6.2) they make those checks here. `GET`, `LIST`
+//! and `HELP` work everywhere.
 
+use crate::acl;
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
 use crate::limiter::{self, Limiter};
-use crate::policy;
+use crate::policy::{self, ZONEINFO};
 use cell_core::options::Opt;
-use cell_core::policy::valid_name;
+use cell_core::policy::{valid_name, Saved};
 use redis_module::{raw, Context};
 
 pub fn policy(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(2)?;
     let sub = args.word(1);
     let is = |name: &[u8]| sub.eq_ignore_ascii_case(name);
+    let known = ["SET", "GET", "DEL", "LIST", "HELP"]
+        .into_iter()
+        .find(|n| is(n.as_bytes()));
+    match known {
+        Some(n) => acl::check_admin(ctx, &format!("cl.policy|{}", n.to_ascii_lowercase()))?,
+        None => acl::check_admin(ctx, "cl.policy")?,
+    }
+    let arity = |name: &'static str, min: usize, max: usize| {
+        if (min..=max).contains(&args.len()) {
+            Ok(())
+        } else {
+            Err(CmdError::SubcommandArity(name))
+        }
+    };
     if is(b"SET") {
+        arity("cl.policy|set", 4, usize::MAX)?;
         set(ctx, args)
     } else if is(b"GET") {
-        args.expect_len(3, 3)?;
+        arity("cl.policy|get", 3, 3)?;
         get(args.word(2))
     } else if is(b"DEL") {
-        args.expect_len(3, 3)?;
+        arity("cl.policy|del", 3, 3)?;
         del(ctx, args.word(2))
     } else if is(b"LIST") {
-        args.expect_len(2, 2)?;
+        arity("cl.policy|list", 2, 2)?;
         let names = policy::registry()
             .names()
             .into_iter()
             .map(|n| Value::Bytes(n.to_vec()))
             .collect();
         Ok(Reply::Value(Value::Array(names)))
+    } else if is(b"HELP") {
+        arity("cl.policy|help", 2, 2)?;
+        Ok(Reply::Value(Value::Array(
+            HELP.iter()
+                .map(|line| Value::Bytes(line.as_bytes().to_vec()))
+                .collect(),
+        )))
     } else {
-        Err(error::UNKNOWN_SUBCOMMAND)
+        Err(error::unknown_subcommand(sub))
     }
 }
+
+const HELP: &[&str] = &[
+    "CL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "SET <name> <limiter> [SHADOW]",
+    "    Create or replace a policy; <limiter> as in CL.THROTTLEALL.",
+    "GET <name>",
+    "    The policy's limiter, shadow flag and counters.",
+    "DEL <name>",
+    "    Remove a policy.",
+    "LIST",
+    "    The names of all policies.",
+    "HELP",
+    "    Print this help.",
+];
 
 const SHADOW: &[Opt] = &[Opt::Flag("SHADOW")];
 
 fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.require(4)?;
     let name = args.word(2);
     if !valid_name(name) {
         return Err(error::BAD_POLICY_NAME);
     }
-    let kind = limiter::kind_of(args.word(3)).ok_or(error::UNKNOWN_LIMITER)?;
-    let words = |i: usize| args.bytes(i);
-    let read = limiter::read(
-        &words,
-        kind,
-        4,
-        SHADOW,
-        &|_| false,
-        error::POLICY_LIMITER_WORDS,
-    )?;
-    let shadow = read.options.has(read.own);
+    // From a master or an AOF the zone's rules follow the limiter
+    // (`ZONEINFO rules`, written by the node where the policy was set).
+    let from_master = from_master(ctx);
+    let (len, zone) = match args.len() {
+        n if from_master && n >= 6 && args.word(n - 2).eq_ignore_ascii_case(ZONEINFO) => {
+            (n - 2, Some(args.word(n - 1).to_vec()))
+        }
+        n => (n, None),
+    };
+    let words = |i: usize| if i < len { args.bytes(i) } else { None };
     // The limiter's words as given, without SHADOW (which is the policy's,
     // not the limiter's), for GET, the RDB file and the AOF.
-    let mut kept: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
-    for i in 3..args.len() {
+    let mut kept: Vec<Vec<u8>> = Vec::with_capacity(len.saturating_sub(3));
+    let mut shadow = false;
+    for i in 3..len {
         let w = args.word(i);
         let is_tz_value = i > 3 && args.word(i - 1).eq_ignore_ascii_case(b"TZ");
         if !is_tz_value && w.eq_ignore_ascii_case(b"SHADOW") {
+            shadow = true;
             continue;
         }
         kept.push(w.to_vec());
     }
-    if kept.len() > cell_core::policy::MAX_WORDS
-        || kept.iter().any(|w| w.len() > cell_core::policy::MAX_WORD)
-    {
-        return Err(error::POLICY_LIMITER_WORDS);
-    }
-    refuse_on_replica(ctx)?;
+    let made = if from_master {
+        // Never refused: a policy this node cannot use is kept, marked and
+        // logged, so that it is neither dropped nor breaks the stream.
+        policy::made_from(name, kept, zone)
+    } else {
+        let kind = limiter::kind_of(args.word(3)).ok_or(error::UNKNOWN_LIMITER)?;
+        limiter::read(
+            &words,
+            kind,
+            4,
+            SHADOW,
+            &|_| false,
+            error::POLICY_LIMITER_WORDS,
+        )?;
+        if kept.len() > cell_core::policy::MAX_WORDS
+            || kept.iter().any(|w| w.len() > cell_core::policy::MAX_WORD)
+        {
+            return Err(error::POLICY_LIMITER_WORDS);
+        }
+        refuse_unless_writable(ctx, true)?;
+        policy::made_here(kept)?
+    };
     let mut registry = policy::registry();
-    if let Some(old) = registry.policy(name) {
-        if family(&old.limiter) != family(&read.limiter) {
+    if let (Some(old), Some(new)) = (
+        registry.policy(name).and_then(|p| p.limiter.as_ref()),
+        made.limiter.as_ref(),
+    ) {
+        if family(old) != family(new) && !from_master {
             return Err(error::POLICY_KIND_CHANGE);
         }
     }
-    registry.set(name, read.limiter, shadow, kept)?;
+    let saved = Saved {
+        name: name.to_vec(),
+        shadow,
+        words: made.words.clone(),
+        zone: made.zone.clone(),
+    };
+    registry.set(name, made, shadow)?;
     drop(registry);
-    ctx.replicate_verbatim();
+    if from_master || saved.zone.is_none() {
+        ctx.replicate_verbatim();
+    } else {
+        policy::replicate_set(ctx.ctx, &saved);
+    }
     Ok(Reply::Ok)
+}
+
+/// Whether the command comes from this node's master or its AOF.
+fn from_master(ctx: &Context) -> bool {
+    let Some(get_flags) = api!(RedisModule_GetContextFlags) else {
+        return false;
+    };
+    // SAFETY: the live context of the running command.
+    let flags = unsafe { get_flags(ctx.ctx) } as u32;
+    flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
 }
 
 /// What a key of a limiter holds: a policy keeps it across `SET`, so that
@@ -109,7 +188,7 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
     let c = p.counters;
     let field = |n: &str| Value::Bytes(n.as_bytes().to_vec());
     let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
-    Ok(Reply::Value(Value::Array(vec![
+    let mut reply = vec![
         field("limiter"),
         Value::Bytes(text),
         field("shadow"),
@@ -124,11 +203,19 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
         int(c.shadow_refused),
         field("errors"),
         int(c.errors),
-    ])))
+    ];
+    // A policy this server keeps but cannot use says why.
+    if let Err(e) = registry.lookup(name) {
+        reply.push(field("unusable"));
+        reply.push(Value::Bytes(
+            e.text().unwrap_or_default().as_bytes().to_vec(),
+        ));
+    }
+    Ok(Reply::Value(Value::Array(reply)))
 }
 
 fn del(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {
-    refuse_on_replica(ctx)?;
+    refuse_unless_writable(ctx, false)?;
     let deleted = policy::registry().delete(name);
     if deleted {
         ctx.replicate_verbatim();
@@ -136,9 +223,15 @@ fn del(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {
     Ok(Reply::Integer(i64::from(deleted)))
 }
 
-/// A read-only replica takes policy changes only from its master (and
-/// from its AOF while loading).
-fn refuse_on_replica(ctx: &Context) -> Result<(), CmdError> {
+/// The checks the server makes before a write, made here where the
+/// server cannot make them: on a server without subcommands `CL.POLICY`
+/// is one command, which may not be flagged `write` (GET and LIST must run
+/// on replicas). A read-only replica takes policy changes only from its
+/// master (and from its AOF while loading); a master refuses them under
+/// OOM (`SET` only, as `deny-oom` does) and without enough good replicas
+/// (`min-replicas-to-write`). With subcommands the server has made them
+/// already (and the replica check stays, for the same answer everywhere).
+fn refuse_unless_writable(ctx: &Context, deny_oom: bool) -> Result<(), CmdError> {
     let Some(get_flags) = api!(RedisModule_GetContextFlags) else {
         return Ok(());
     };
@@ -146,8 +239,45 @@ fn refuse_on_replica(ctx: &Context) -> Result<(), CmdError> {
     let flags = unsafe { get_flags(ctx.ctx) } as u32;
     let from_master =
         flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0;
-    if flags & raw::REDISMODULE_CTX_FLAGS_READONLY != 0 && !from_master {
+    if from_master {
+        return Ok(());
+    }
+    if flags & raw::REDISMODULE_CTX_FLAGS_READONLY != 0 {
         return Err(error::READONLY_REPLICA);
     }
+    if api!(RedisModule_CreateSubcommand).is_some() {
+        return Ok(());
+    }
+    if deny_oom && flags & raw::REDISMODULE_CTX_FLAGS_OOM != 0 {
+        return Err(error::OOM);
+    }
+    if flags & raw::REDISMODULE_CTX_FLAGS_MASTER != 0 && !enough_good_replicas(ctx) {
+        return Err(error::NOREPLICAS);
+    }
     Ok(())
+}
+
+/// Whether `min-replicas-to-write` is met: `INFO replication` reports the
+/// good replicas (`min_slaves_good_slaves`) only when it is set.
+fn enough_good_replicas(ctx: &Context) -> bool {
+    let need = match ctx.call("CONFIG", &["GET", "min-replicas-to-write"]) {
+        Ok(redis_module::RedisValue::Array(v)) => match v.get(1) {
+            Some(redis_module::RedisValue::SimpleString(s)) => s.parse::<i64>().unwrap_or(0),
+            Some(redis_module::RedisValue::BulkString(s)) => s.parse::<i64>().unwrap_or(0),
+            _ => 0,
+        },
+        _ => 0,
+    };
+    if need <= 0 {
+        return true;
+    }
+    let info = match ctx.call("INFO", &["replication"]) {
+        Ok(redis_module::RedisValue::SimpleString(s))
+        | Ok(redis_module::RedisValue::BulkString(s)) => s,
+        _ => return true,
+    };
+    info.lines()
+        .find_map(|l| l.strip_prefix("min_slaves_good_slaves:"))
+        .and_then(|n| n.trim().parse::<i64>().ok())
+        .is_none_or(|good| good >= need)
 }

@@ -34,7 +34,8 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         report_keys(ctx, args);
         return Ok(Reply::KeysReported);
     }
-    args.require(6)?;
+    // The shortest call: `CL.THROTTLEALL 1 key POLICY name`.
+    args.require(5)?;
     let call = parse(args)?;
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
@@ -216,9 +217,7 @@ fn parse_limiter<'a>(
     let (named, options, own, next) = if is_policy(word) {
         let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
         let (options, next) = options::read(extra, words, at + 2, stop)?;
-        let (limiter, shadow) = policy::registry()
-            .get(name)
-            .ok_or_else(|| error::unknown_policy(name))?;
+        let (limiter, shadow) = policy::registry().lookup(name)?;
         let named = Named {
             limiter,
             policy: Some(name),

@@ -23,7 +23,8 @@ const OPTIONS: &[Opt] = &[
 /// Keys answered without `COUNT`.
 const DEFAULT_COUNT: usize = 10;
 
-pub fn top(_ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+pub fn top(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
+    crate::acl::check_admin(ctx, "cl.top")?;
     args.require(1)?;
     let options = args.options(1, OPTIONS)?;
     let count = match options.value(0) {

@@ -158,6 +158,8 @@ pub struct Options {
     /// A plain server, without the module (what an operator who unloaded
     /// it has, or a managed service).
     pub without_module: bool,
+    /// Extra environment variables for the server (`TZDIR`, say).
+    pub env: Vec<(String, String)>,
 }
 
 impl Server {
@@ -250,6 +252,7 @@ impl Server {
         for (k, v) in &opts.config {
             cmd.arg(format!("--{k}")).arg(v);
         }
+        cmd.envs(opts.env.iter().map(|(k, v)| (k, v)));
         let child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", server_binary()));
