@@ -2179,7 +2179,7 @@ end
 -- only short word lists.
 local parsed, parsed_n = {}, 0
 
-commands['cl.throttleall'] = { 4, function(keys, argv)
+commands['cl.throttleall'] = { 3, function(keys, argv)
   local n, last = #keys, #argv
   if n > 100 then return nil, E.TOO_MANY_KEYS end
   if n < 1 or last < n then return nil, E.BAD_NUMKEYS end

@@ -165,6 +165,12 @@ impl Registry {
     /// in the summaries.
     pub fn record(&mut self, policy: Option<&[u8]>, outcome: Outcome, refusal: Option<Refusal>) {
         let capacity = self.capacity;
+        // The summaries track keys of at most MAX_KEY bytes.
+        let bounded = refusal.map(|r| cell_core::top::bounded_key(r.key));
+        let refusal = refusal.zip(bounded.as_deref()).map(|(r, key)| Refusal {
+            key,
+            shadow: r.shadow,
+        });
         let p = policy.and_then(|name| self.policies.get_mut(name));
         if let Some(r) = refusal {
             if capacity > 0 {
@@ -232,6 +238,30 @@ impl Registry {
 
     pub fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    /// The summaries' heap bytes now, and the most they can take with this
+    /// capacity and this many policies, whatever the keys.
+    pub fn top_memory(&self) -> (usize, usize) {
+        let used = self
+            .policies
+            .values()
+            .filter_map(|p| p.top.as_ref())
+            .chain(self.top.as_ref())
+            .map(|t| t.memory())
+            .sum();
+        let worst = (1 + self.policies.len())
+            .saturating_mul(self.capacity)
+            .saturating_mul(Top::<Vec<u8>>::worst_bytes_per_entry());
+        (used, worst)
+    }
+
+    /// Forgets every summary (a `FLUSHALL`: the keys they name are gone).
+    pub fn clear_summaries(&mut self) {
+        self.top = None;
+        for p in self.policies.values_mut() {
+            p.top = None;
+        }
     }
 
     /// Every policy with its counters, sorted by name (for `INFO`).
@@ -518,6 +548,25 @@ unsafe extern "C" fn on_loading(
     }
 }
 
+/// `FLUSHALL` empties the summaries: the keys they name are gone (a
+/// `FLUSHDB` of one database keeps them; they do not say which database a
+/// key was in).
+unsafe extern "C" fn on_flush(
+    _ctx: *mut raw::RedisModuleCtx,
+    _event: raw::RedisModuleEvent,
+    subevent: u64,
+    data: *mut c_void,
+) {
+    if subevent != raw::REDISMODULE_SUBEVENT_FLUSHDB_END || data.is_null() {
+        return;
+    }
+    // SAFETY: the server passes its flush information with this event.
+    let info = unsafe { &*(data as *const raw::RedisModuleFlushInfo) };
+    if info.dbnum == -1 {
+        registry().clear_summaries();
+    }
+}
+
 /// An AOF rewrite writes its base in a child process; with
 /// `aof-use-rdb-preamble no` that base holds commands for keys only, so the
 /// policy set would be lost at the next load. When the child of an AOF
@@ -653,6 +702,13 @@ pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
             c"policies".as_ptr().cast_mut(),
             registry.policies.len() as u64,
         );
+        let (used, worst) = registry.top_memory();
+        add_field(ctx, c"top_memory_bytes".as_ptr().cast_mut(), used as u64);
+        add_field(
+            ctx,
+            c"top_memory_max_bytes".as_ptr().cast_mut(),
+            worst as u64,
+        );
     }
     for (name, shadow, c) in registry.counters() {
         // Names are printable ASCII without NUL (checked on SET and load).
@@ -739,9 +795,10 @@ fn subscribe_to_events(ctx: &Context) -> Status {
     let Some(subscribe) = api!(RedisModule_SubscribeToServerEvent) else {
         return Status::Ok;
     };
-    let events: [(u64, raw::RedisModuleEventCallback, &str); 2] = [
+    let events: [(u64, raw::RedisModuleEventCallback, &str); 3] = [
         (raw::REDISMODULE_EVENT_LOADING, Some(on_loading), "loading"),
         (raw::REDISMODULE_EVENT_FORK_CHILD, Some(on_fork), "fork"),
+        (raw::REDISMODULE_EVENT_FLUSHDB, Some(on_flush), "flush"),
     ];
     for (id, callback, what) in events {
         let event = raw::RedisModuleEvent { id, dataver: 1 };

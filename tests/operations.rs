@@ -211,6 +211,23 @@ fn command_docs_for_every_command() {
             .query(c)
             .unwrap();
         registered.sort();
+        // CL.POLICY's subcommands are commands of their own to the server.
+        let subcommands: Vec<String> = registered
+            .iter()
+            .filter(|n| n.contains('|'))
+            .cloned()
+            .collect();
+        assert_eq!(
+            subcommands,
+            [
+                "cl.policy|del",
+                "cl.policy|get",
+                "cl.policy|help",
+                "cl.policy|list",
+                "cl.policy|set"
+            ]
+        );
+        registered.retain(|n| !n.contains('|'));
         let mut listed: Vec<String> = names.iter().map(|n| n.to_string()).collect();
         listed.sort();
         assert_eq!(registered, listed);
@@ -432,10 +449,11 @@ fn the_load_log_says_what_was_detected() {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     let v = server_version();
     let want = format!(
-        "command docs and key specs: {}; ACL categories @ratelimit, @ratelimit-admin and @ratelimit-internal: {}; internal commands: {}; absolute expiry: yes",
+        "command docs and key specs: {}; ACL categories @ratelimit, @ratelimit-admin and @ratelimit-internal: {}; internal commands: {}; subcommands: {}; absolute expiry: yes",
         yes_no(v.has_7_0()),
         yes_no(has_module_acl_categories()),
         yes_no(v.has_internal_commands()),
+        yes_no(v.has_7_0()),
     );
     let log = s.log();
     assert!(log.contains(&want), "no {want:?} in the log:\n{log}");

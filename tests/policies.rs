@@ -827,7 +827,9 @@ fn replicas_and_failover() {
 }
 
 /// A damaged policy set in an RDB file is refused (the server does not
-/// load the file), never a crash.
+/// load the file), never a crash; a policy whose limiter this version does
+/// not read (a newer version's words) is kept, unusable, and the file
+/// loads.
 #[test]
 fn a_damaged_policy_set_is_refused() {
     let checksum_off = [("rdbchecksum", "no")];
@@ -841,12 +843,22 @@ fn a_damaged_policy_set_is_refused() {
         .windows(4)
         .position(|w| w == b"GCRA")
         .expect("the limiter's words in the file");
-    // A limiter this module cannot read, and a payload cut short.
+    // A limiter this module cannot read: kept, and refused by name.
     let mut unreadable = good.clone();
     unreadable[at + 3] = b'X';
+    std::fs::write(&file, &unreadable).unwrap();
+    let s = restart(dir.clone(), &checksum_off);
+    assert_eq!(list(&mut s.conn()), ["api"]);
+    assert_eq!(
+        err(&mut s.conn(), "CL.LIMIT k api"),
+        "ERR policy 'api' holds a limiter this version of redis-cell does not read: set it again"
+    );
+    assert!(s.log().contains("policy 'api' is kept but cannot be used"));
+    drop(s);
+    // A payload cut short.
     let mut short = good.clone();
     short.truncate(at + 2);
-    for (what, bytes) in [("unreadable limiter", unreadable), ("truncated", short)] {
+    for (what, bytes) in [("truncated", short)] {
         std::fs::write(&file, &bytes).unwrap();
         let (status, log) = Server::refusing_to_start(Options {
             config: vec![("rdbchecksum".into(), "no".into())],

@@ -34,13 +34,59 @@ impl TopKey for Vec<u8> {
     fn fill(old: Option<Self>, from: &[u8]) -> Self {
         let mut v = old.unwrap_or_default();
         v.clear();
-        // A buffer left large by a long key is not kept for a short one.
+        v.extend_from_slice(from);
+        // A buffer left large by a long key is not kept for a short one:
+        // a key's buffer never exceeds `2 * len + 64` bytes.
         if v.capacity() > 2 * from.len() + 64 {
             v.shrink_to(from.len());
         }
-        v.extend_from_slice(from);
         v
     }
+}
+
+impl Top<Vec<u8>> {
+    /// The heap bytes used now: the entries, and the keys' buffers.
+    pub fn memory(&self) -> usize {
+        let keys: usize = self
+            .keys
+            .iter()
+            .flatten()
+            .chain(self.index.keys())
+            .map(Vec::capacity)
+            .sum();
+        self.len() * Self::bytes_per_entry() + keys
+    }
+}
+
+/// The longest key a summary stores, in bytes. A longer key is tracked
+/// as [`bounded_key`] names it, so that a summary's memory does not
+/// depend on the keys' lengths.
+pub const MAX_KEY: usize = 128;
+
+/// Hex digits of the hash that ends a shortened key.
+const HASH_DIGITS: usize = 16;
+/// What stands between a shortened key's head and its hash.
+const ELLIPSIS: &[u8] = b"...";
+
+/// The key a summary tracks for `key`: `key` itself up to [`MAX_KEY`]
+/// bytes; a longer key as its first 109 bytes, `...` and 16 hex digits of
+/// a hash (64-bit FNV-1a) of the whole key, 128 bytes in all. Different
+/// long keys with the same head stay apart (but for a hash collision), and
+/// the same key is always shortened the same way.
+pub fn bounded_key(key: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if key.len() <= MAX_KEY {
+        return std::borrow::Cow::Borrowed(key);
+    }
+    let head = MAX_KEY - ELLIPSIS.len() - HASH_DIGITS;
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let mut out = Vec::with_capacity(MAX_KEY);
+    out.extend_from_slice(&key[..head]);
+    out.extend_from_slice(ELLIPSIS);
+    out.extend_from_slice(format!("{hash:016x}").as_bytes());
+    std::borrow::Cow::Owned(out)
 }
 
 impl TopKey for u64 {
@@ -284,6 +330,13 @@ impl<K: TopKey> Top<K> {
         out
     }
 
+    /// The most heap bytes one tracked key of at most [`MAX_KEY`] bytes
+    /// takes: [`Top::bytes_per_entry`] and its two copies (in the index and
+    /// by position), each at most `2 * MAX_KEY + 64` bytes.
+    pub fn worst_bytes_per_entry() -> usize {
+        Self::bytes_per_entry() + 2 * (2 * MAX_KEY + 64)
+    }
+
     /// An estimate of the heap bytes used, keys excluded: entries, buckets
     /// and the index at capacity.
     pub fn bytes_per_entry() -> usize {
@@ -435,6 +488,43 @@ impl<K: TopKey> Top<K> {
     }
     fn bucket_mut(&mut self, b: u32) -> &mut Bucket {
         &mut self.buckets[b as usize]
+    }
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+
+    #[test]
+    fn long_keys_are_shortened_the_same_way_and_kept_apart() {
+        assert_eq!(&*bounded_key(b"short"), b"short");
+        let at_limit = vec![b'k'; MAX_KEY];
+        assert_eq!(&*bounded_key(&at_limit), &at_limit[..]);
+        let mut a = vec![b'a'; 32 * 1024];
+        let b = a.clone();
+        a[30_000] = b'b';
+        let (sa, sb) = (bounded_key(&a), bounded_key(&b));
+        assert_eq!(sa.len(), MAX_KEY);
+        assert_eq!(sb.len(), MAX_KEY);
+        assert_ne!(sa, sb);
+        assert_eq!(bounded_key(&a), sa);
+        assert_eq!(&sa[..109], &a[..109]);
+        assert_eq!(&sa[109..112], b"...");
+    }
+
+    #[test]
+    fn memory_stays_within_the_worst_case_whatever_the_keys() {
+        let mut top: Top<Vec<u8>> = Top::new(64);
+        let mut n = 0u64;
+        for len in [1usize, 200, 10, 5000, 3, 128, 127, 64 * 1024] {
+            for i in 0..200u64 {
+                n += 1;
+                let mut key = vec![b'x'; len];
+                key.extend_from_slice(&(i * n).to_le_bytes());
+                top.record(&bounded_key(&key), false);
+                assert!(top.memory() <= 64 * Top::<Vec<u8>>::worst_bytes_per_entry());
+            }
+        }
     }
 }
 
