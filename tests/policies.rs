@@ -858,7 +858,9 @@ fn a_damaged_policy_set_is_refused() {
     // A payload cut short.
     let mut short = good.clone();
     short.truncate(at + 2);
-    for (what, bytes) in [("truncated", short)] {
+    {
+        let what = "truncated";
+        let bytes = short;
         std::fs::write(&file, &bytes).unwrap();
         let (status, log) = Server::refusing_to_start(Options {
             config: vec![("rdbchecksum".into(), "no".into())],
