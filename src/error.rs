@@ -20,6 +20,8 @@ pub enum CmdError {
     NeedsValue(&'static str),
     /// `ERR unknown policy 'name'`.
     UnknownPolicy(Shown),
+    /// `ERR policy 'name' has no trial`.
+    NoTrial(Shown),
 }
 
 impl CmdError {
@@ -35,6 +37,9 @@ impl CmdError {
             CmdError::NeedsValue(name) => Cow::Owned(format!("ERR {name} needs a value")),
             CmdError::UnknownPolicy(name) => {
                 Cow::Owned(format!("ERR unknown policy '{}'", name.as_str()))
+            }
+            CmdError::NoTrial(name) => {
+                Cow::Owned(format!("ERR policy '{}' has no trial", name.as_str()))
             }
         })
     }
@@ -130,12 +135,21 @@ pub const POLICY_KIND_CHANGE: CmdError = CmdError::Reply(
     "ERR a policy keeps its kind (GCRA, SW, SW APPROX or FW), which its keys hold: DEL it first, or use a new name",
 );
 pub const UNKNOWN_SUBCOMMAND: CmdError =
-    CmdError::Reply("ERR unknown CL.POLICY subcommand: expected SET, GET, DEL or LIST");
+    CmdError::Reply("ERR unknown CL.POLICY subcommand: expected SET, GET, DEL, LIST or PROMOTE");
+pub const TRIAL_KIND: CmdError = CmdError::Reply(
+    "ERR a trial has the policy's kind (GCRA, SW, SW APPROX or FW), so that PROMOTE can apply it to the policy's keys",
+);
+pub const TRIAL_WITHOUT_POLICY: CmdError = CmdError::Reply("ERR TRIAL needs POLICY name");
 pub const BAD_TOP_COUNT: CmdError = CmdError::Reply("ERR invalid COUNT: must be 1 or greater");
 pub const READONLY_REPLICA: CmdError =
     CmdError::Reply("READONLY You can't write against a read only replica.");
 pub const INTERNAL: CmdError =
     CmdError::Reply("ERR internal error in redis-cell; the command was not applied");
+
+/// `ERR policy 'name' has no trial`, the name shown safely.
+pub fn no_trial(name: &[u8]) -> CmdError {
+    CmdError::NoTrial(shown(name))
+}
 
 /// `ERR unknown policy 'name'`, the name shown safely.
 pub fn unknown_policy(name: &[u8]) -> CmdError {

@@ -36,6 +36,35 @@ pub struct Policy {
     pub counters: Counters,
     /// The keys this policy refused most often; made on its first refusal.
     top: Option<Box<Top<Vec<u8>>>>,
+    /// A limiter tried beside the enforced one, in shadow mode, on keys of
+    /// its own (`CL.POLICY SET ... TRIAL limiter`).
+    pub trial: Option<Trial>,
+}
+
+/// A policy's trial: its limiter, what it decided, and the keys it would
+/// have refused most often (by the call's key).
+pub struct Trial {
+    pub limiter: Limiter,
+    pub counters: Counters,
+    top: Option<Box<Top<Vec<u8>>>>,
+}
+
+impl Trial {
+    pub fn new(limiter: Limiter) -> Self {
+        Self {
+            limiter,
+            counters: Counters::default(),
+            top: None,
+        }
+    }
+}
+
+/// What a call needs of a policy: its limiter, its shadow flag, its
+/// trial's limiter (copies: the lock need not be held while they decide).
+pub struct Found {
+    pub limiter: Limiter,
+    pub shadow: bool,
+    pub trial: Option<Limiter>,
 }
 
 pub struct Registry {
@@ -83,16 +112,78 @@ pub struct Offender {
 }
 
 impl Registry {
-    /// The policy's limiter and shadow flag (a copy: the lock need not be
-    /// held while it decides).
-    pub fn get(&self, name: &[u8]) -> Option<(Limiter, bool)> {
-        self.policies
-            .get(name)
-            .map(|p| (p.limiter.clone(), p.shadow))
-    }
-
     pub fn policy(&self, name: &[u8]) -> Option<&Policy> {
         self.policies.get(name)
+    }
+
+    /// The policy with its trial, as a call uses it.
+    pub fn lookup(&self, name: &[u8]) -> Option<Found> {
+        self.policies.get(name).map(|p| Found {
+            limiter: p.limiter.clone(),
+            shadow: p.shadow,
+            trial: p.trial.as_ref().map(|t| t.limiter.clone()),
+        })
+    }
+
+    /// Gives the policy a trial, keeps the one it has (its counters and
+    /// summary) with a new limiter, or drops it (`None`).
+    pub fn set_trial(&mut self, name: &[u8], trial: Option<Limiter>) {
+        if let Some(p) = self.policies.get_mut(name) {
+            match (trial, p.trial.as_mut()) {
+                (None, _) => p.trial = None,
+                (Some(l), Some(t)) => t.limiter = l,
+                (Some(l), None) => p.trial = Some(Trial::new(l)),
+            }
+        }
+    }
+
+    /// Counts one decision of a policy's trial and records its refusal of
+    /// `key` (the call's key) in the trial's summary.
+    pub fn record_trial(&mut self, name: &[u8], outcome: Outcome, key: &[u8]) {
+        let capacity = self.capacity;
+        let Some(t) = self.policies.get_mut(name).and_then(|p| p.trial.as_mut()) else {
+            return;
+        };
+        t.counters.count(outcome);
+        if outcome == Outcome::ShadowRefused && capacity > 0 {
+            t.top
+                .get_or_insert_with(|| Box::new(Top::new(capacity)))
+                .record(key, true);
+        }
+    }
+
+    /// The `n` keys a policy's trial would have refused most often; the
+    /// summary is cleared afterwards if `reset`.
+    pub fn trial_top(
+        &mut self,
+        n: usize,
+        name: &[u8],
+        reset: bool,
+    ) -> Result<Vec<Offender>, CmdError> {
+        let p = self
+            .policies
+            .get_mut(name)
+            .ok_or_else(|| error::unknown_policy(name))?;
+        let t = p.trial.as_mut().ok_or_else(|| error::no_trial(name))?;
+        let out = t
+            .top
+            .as_ref()
+            .map(|top| {
+                top.top(n)
+                    .into_iter()
+                    .map(|h| Offender {
+                        key: h.key.to_vec(),
+                        count: h.count,
+                        error: h.error,
+                        shadow: h.shadow,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if reset {
+            t.top = None;
+        }
+        Ok(out)
     }
 
     /// Creates or replaces a policy; a replaced one keeps its counters and
@@ -121,6 +212,7 @@ impl Registry {
                 words,
                 counters: Counters::default(),
                 top: None,
+                trial: None,
             },
         );
         Ok(())
@@ -203,6 +295,9 @@ impl Registry {
         self.top = None;
         for p in self.policies.values_mut() {
             p.top = None;
+            if let Some(t) = p.trial.as_mut() {
+                t.top = None;
+            }
         }
     }
 
@@ -233,6 +328,37 @@ impl Registry {
             })
             .collect()
     }
+}
+
+/// A policy's words split at `TRIAL`: the enforced limiter's, and the
+/// trial's if there is one (a `TRIAL` that is a `TZ` value does not split).
+pub fn split_trial(words: &[Vec<u8>]) -> (&[Vec<u8>], Option<&[Vec<u8>]>) {
+    let at = (0..words.len()).find(|&i| {
+        words[i].eq_ignore_ascii_case(b"TRIAL")
+            && !(i > 0 && words[i - 1].eq_ignore_ascii_case(b"TZ"))
+    });
+    match at {
+        Some(i) => (&words[..i], Some(&words[i + 1..])),
+        None => (words, None),
+    }
+}
+
+/// A policy's limiter and its trial's from its words (`limiter [TRIAL
+/// limiter]`), each read as [`limiter_of`] reads one, of one kind.
+pub fn policy_of(words: &[Vec<u8>]) -> Result<(Limiter, Option<Limiter>), CmdError> {
+    let (own, trial) = split_trial(words);
+    let limiter = limiter_of(own)?;
+    let trial = match trial {
+        None => None,
+        Some(words) => {
+            let t = limiter_of(words)?;
+            if limiter::family(&t) != limiter::family(&limiter) {
+                return Err(error::TRIAL_KIND);
+            }
+            Some(t)
+        }
+    };
+    Ok((limiter, trial))
 }
 
 /// A policy's limiter from its words, read by `CL.THROTTLEALL`'s grammar
@@ -338,7 +464,7 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
     };
     let mut policies = HashMap::with_capacity_and_hasher(saved.len(), Seeded::new());
     for s in saved {
-        let Ok(limiter) = limiter_of(&s.words) else {
+        let Ok((limiter, trial)) = policy_of(&s.words) else {
             return ERR;
         };
         policies.insert(
@@ -349,6 +475,7 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
                 words: s.words,
                 counters: Counters::default(),
                 top: None,
+                trial: trial.map(Trial::new),
             },
         );
     }
@@ -430,9 +557,15 @@ unsafe extern "C" fn write_policies(ctx: *mut raw::RedisModuleCtx, _data: *mut c
     let saved = registry().saved();
     for s in saved {
         let mut words: Vec<&[u8]> = vec![b"SET", &s.name];
-        words.extend(s.words.iter().map(Vec::as_slice));
+        // SHADOW is the enforced limiter's option: before any TRIAL.
+        let (own, trial) = split_trial(&s.words);
+        words.extend(own.iter().map(Vec::as_slice));
         if s.shadow {
             words.push(b"SHADOW");
+        }
+        if let Some(trial) = trial {
+            words.push(b"TRIAL");
+            words.extend(trial.iter().map(Vec::as_slice));
         }
         raw::replicate(ctx, "CL.POLICY", words.as_slice());
     }
@@ -462,7 +595,9 @@ fn aof_rewrite_in_progress(ctx: *mut raw::RedisModuleCtx) -> bool {
 
 /// The `redis-cell_policies` INFO section: the summaries' capacity, the
 /// number of policies, and per policy its counters and shadow flag
-/// (`policy_<name>:calls=..,allowed=..,refused=..,shadow_refused=..,errors=..,shadow=0|1`).
+/// (`policy_<name>:calls=..,allowed=..,refused=..,shadow_refused=..,errors=..,shadow=0|1`,
+/// then `trial_calls=..,trial_allowed=..,trial_refused=..,trial_errors=..`
+/// for a policy with a trial).
 pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
     let (Some(add_section), Some(add_field), Some(begin), Some(end)) = (
         api!(RedisModule_InfoAddSection),
@@ -511,6 +646,18 @@ pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
             begin(ctx, field.as_ptr().cast_mut());
             for (what, value) in values {
                 add_field(ctx, what.as_ptr().cast_mut(), value);
+            }
+            if let Some(t) = registry.policies.get(name).and_then(|p| p.trial.as_ref()) {
+                let c = t.counters;
+                let trial = [
+                    (c"trial_calls", c.calls),
+                    (c"trial_allowed", c.allowed),
+                    (c"trial_refused", c.shadow_refused),
+                    (c"trial_errors", c.errors),
+                ];
+                for (what, value) in trial {
+                    add_field(ctx, what.as_ptr().cast_mut(), value);
+                }
             }
             end(ctx);
         }

@@ -10,7 +10,7 @@
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
-use crate::limiter::{self, Limiter};
+use crate::limiter;
 use crate::policy;
 use cell_core::options::Opt;
 use cell_core::policy::valid_name;
@@ -28,6 +28,9 @@ pub fn policy(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     } else if is(b"DEL") {
         args.expect_len(3, 3)?;
         del(ctx, args.word(2))
+    } else if is(b"PROMOTE") {
+        args.expect_len(3, 3)?;
+        promote(ctx, args.word(2))
     } else if is(b"LIST") {
         args.expect_len(2, 2)?;
         let names = policy::registry()
@@ -51,15 +54,42 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     }
     let kind = limiter::kind_of(args.word(3)).ok_or(error::UNKNOWN_LIMITER)?;
     let words = |i: usize| args.bytes(i);
+    let is_trial = |w: &[u8]| w.eq_ignore_ascii_case(b"TRIAL");
     let read = limiter::read(
         &words,
         kind,
         4,
         SHADOW,
-        &|_| false,
+        &is_trial,
         error::POLICY_LIMITER_WORDS,
     )?;
     let shadow = read.options.has(read.own);
+    // `TRIAL limiter`: the rest of the words, a limiter of the same kind.
+    let trial = match args.bytes(read.next) {
+        None => None,
+        Some(_) => {
+            let at = read.next + 1;
+            let kind = args
+                .bytes(at)
+                .and_then(limiter::kind_of)
+                .ok_or(error::UNKNOWN_LIMITER)?;
+            let t = limiter::read(
+                &words,
+                kind,
+                at + 1,
+                &[],
+                &|_| false,
+                error::POLICY_LIMITER_WORDS,
+            )?;
+            if t.next != args.len() {
+                return Err(error::POLICY_LIMITER_WORDS);
+            }
+            if limiter::family(&t.limiter) != limiter::family(&read.limiter) {
+                return Err(error::TRIAL_KIND);
+            }
+            Some(t.limiter)
+        }
+    };
     // The limiter's words as given, without SHADOW (which is the policy's,
     // not the limiter's), for GET, the RDB file and the AOF.
     let mut kept: Vec<Vec<u8>> = Vec::with_capacity(args.len() - 3);
@@ -79,25 +109,41 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     refuse_on_replica(ctx)?;
     let mut registry = policy::registry();
     if let Some(old) = registry.policy(name) {
-        if family(&old.limiter) != family(&read.limiter) {
+        if limiter::family(&old.limiter) != limiter::family(&read.limiter) {
             return Err(error::POLICY_KIND_CHANGE);
         }
     }
     registry.set(name, read.limiter, shadow, kept)?;
+    registry.set_trial(name, trial);
     drop(registry);
     ctx.replicate_verbatim();
     Ok(Reply::Ok)
 }
 
-/// What a key of a limiter holds: a policy keeps it across `SET`, so that
-/// its keys stay readable.
-fn family(l: &Limiter) -> u8 {
-    match l {
-        Limiter::Gcra(_) => 0,
-        Limiter::Exact(_) => 1,
-        Limiter::Approx(_) => 2,
-        Limiter::Fixed(_) => 3,
+/// `PROMOTE name`: the trial becomes the policy's limiter, applied live
+/// as `SET` applies a new one (the policy keeps its shadow flag, counters
+/// and summary; the trial, its counters and its keys' use end). Replicated
+/// as the `SET` it amounts to.
+fn promote(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {
+    refuse_on_replica(ctx)?;
+    let mut registry = policy::registry();
+    let p = registry
+        .policy(name)
+        .ok_or_else(|| error::unknown_policy(name))?;
+    let (Some(trial), (_, Some(words))) = (p.trial.as_ref(), policy::split_trial(&p.words)) else {
+        return Err(error::no_trial(name));
+    };
+    let (limiter, words, shadow) = (trial.limiter.clone(), words.to_vec(), p.shadow);
+    let mut replicated: Vec<&[u8]> = vec![b"SET", name];
+    replicated.extend(words.iter().map(Vec::as_slice));
+    if shadow {
+        replicated.push(b"SHADOW");
     }
+    registry.set(name, limiter, shadow, words.clone())?;
+    registry.set_trial(name, None);
+    drop(registry);
+    raw::replicate(ctx.ctx, "CL.POLICY", replicated.as_slice());
+    Ok(Reply::Ok)
 }
 
 fn get(name: &[u8]) -> Result<Reply, CmdError> {
@@ -105,11 +151,12 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
     let p = registry
         .policy(name)
         .ok_or_else(|| error::unknown_policy(name))?;
-    let text = p.words.join(&b' ');
+    let (own, trial_words) = policy::split_trial(&p.words);
+    let text = own.join(&b' ');
     let c = p.counters;
     let field = |n: &str| Value::Bytes(n.as_bytes().to_vec());
     let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
-    Ok(Reply::Value(Value::Array(vec![
+    let mut fields = vec![
         field("limiter"),
         Value::Bytes(text),
         field("shadow"),
@@ -124,7 +171,23 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
         int(c.shadow_refused),
         field("errors"),
         int(c.errors),
-    ])))
+    ];
+    if let (Some(t), Some(words)) = (p.trial.as_ref(), trial_words) {
+        let c = t.counters;
+        fields.extend([
+            field("trial"),
+            Value::Bytes(words.join(&b' ')),
+            field("trial_calls"),
+            int(c.calls),
+            field("trial_allowed"),
+            int(c.allowed),
+            field("trial_refused"),
+            int(c.shadow_refused),
+            field("trial_errors"),
+            int(c.errors),
+        ]);
+    }
+    Ok(Reply::Value(Value::Array(fields)))
 }
 
 fn del(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {

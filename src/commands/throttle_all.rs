@@ -7,21 +7,29 @@
 //! options come in any order after its parameters; the call's own after
 //! the last limiter's, mixed with that limiter's.
 //!
-//! Every limiter decides at the same instant exactly as its own command
-//! would for quantity `q` on its key. Only if all of them allow is every
-//! key written, as its own command would write it; otherwise nothing is
-//! (but for what a single command also writes when refused). The reply is
-//! the binding limiter's five integers and its 1-based index.
+//! Every limiter that enforces decides at the same instant exactly as its
+//! own command would for quantity `q` on its key. Only if all of them
+//! allow is every such key written, as its own command would write it;
+//! otherwise none is (but for what a single command also writes when
+//! refused). The reply is the binding enforcing limiter's five integers
+//! and its 1-based position in the call.
 //!
-//! A refusal by a limiter in shadow mode (the call's `SHADOW`, or a policy
-//! set with `SHADOW`) writes what the refusal writes but does not bind:
-//! when only such limiters refused, the reply says allowed.
+//! A limiter in shadow mode (one from a policy set with `SHADOW`) and a
+//! policy's trial never change what the enforcing limiters decide, write,
+//! count or answer: each decides apart, as if it were enforced alone in a
+//! call of its own at the same instant with the same quantity, writes what
+//! that call would write, and counts (and records for `CL.TOP`) a refusal
+//! as a shadow one. A call with no enforcing limiter answers its shadow
+//! limiters' binding one, a refusal answered as allowed. The call's
+//! `SHADOW` leaves every decision and write as without it, and answers a
+//! refusal as allowed.
 
+use super::trial;
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
-use crate::limiter::{self, Limiter};
+use crate::limiter::{self, Decided, Limiter};
 use crate::policy::{self, Refusal};
 use crate::store::{Access, Key};
 use cell_core::options::{self, Opt};
@@ -39,68 +47,101 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
     let now = clock::now_nanos();
-    let mut keys = Vec::with_capacity(call.limiters.len());
+    let mut keys: Vec<(Key, Result<Decided, CmdError>)> = Vec::with_capacity(call.limiters.len());
     for (i, limiter) in call.limiters.iter().enumerate() {
         let name = args.raw(2 + i).ok_or(CmdError::WrongArity)?;
         let mut key = Key::open(ctx, name, Access::Write);
-        let decided = match limiter.limiter.decide(&mut key, now, call.quantity) {
-            Ok(decided) => decided,
-            Err(e) => {
-                count_error(&call);
-                return Err(e);
-            }
-        };
+        let decided = limiter.limiter.decide(&mut key, now, call.quantity);
+        // A shadow limiter's error is its own; an enforcing one's fails the
+        // call before anything is written.
+        if let (Err(e), false) = (&decided, limiter.shadow) {
+            count_error(&call);
+            return Err(*e);
+        }
         keys.push((key, decided));
     }
-    let (b, verdict) = binding_of(keys.iter().map(|(_, d)| d.verdict)).ok_or(error::INTERNAL)?;
-    for (key, decided) in keys.iter_mut() {
-        decided.apply(key, !verdict.limited)?;
-    }
-    // A refusal binds only when it comes from a limiter that enforces;
-    // what is written is what enforcing writes either way.
-    let enforced = |i: usize, v: &Verdict| {
-        let shadow = call.shadow || call.limiters.get(i).is_some_and(|l| l.shadow);
-        if v.limited && shadow {
-            Verdict {
-                limited: false,
-                retry_after: None,
-                ..*v
-            }
-        } else {
-            *v
-        }
+    let decided = || {
+        call.limiters
+            .iter()
+            .zip(&keys)
+            .enumerate()
+            .filter_map(|(i, (l, (_, d)))| Some((i, l.shadow, d.as_ref().ok()?.verdict)))
     };
-    let answered = keys
-        .iter()
-        .enumerate()
-        .map(|(i, (_, d))| enforced(i, &d.verdict));
-    let (b_shown, shown) = binding_of(answered).ok_or(error::INTERNAL)?;
-    {
-        let mut registry = policy::registry();
-        for (i, (limiter, (_, decided))) in call.limiters.iter().zip(&keys).enumerate() {
-            let shadow = call.shadow || limiter.shadow;
-            let refused = decided.verdict.limited;
-            let outcome = match (refused, shadow) {
-                (false, _) => Outcome::Allowed,
-                (true, false) => Outcome::Refused,
-                (true, true) => Outcome::ShadowRefused,
+    let enforcing = || decided().filter(|(_, shadow, _)| !shadow);
+    let binding = match binding_of(enforcing().map(|(_, _, v)| v)) {
+        Some((b, v)) => Some((enforcing().nth(b).map_or(0, |(i, _, _)| i), v, false)),
+        None => binding_of(decided().map(|(_, _, v)| v))
+            .map(|(b, v)| (decided().nth(b).map_or(0, |(i, _, _)| i), v, true)),
+    };
+    // Every limiter is a shadow one, and each failed: the first error.
+    let Some((b, verdict, all_shadow)) = binding else {
+        count_error(&call);
+        let first = keys.iter().find_map(|(_, d)| d.as_ref().err().copied());
+        return Err(first.unwrap_or(error::INTERNAL));
+    };
+    let goes_ahead = all_shadow || !verdict.limited;
+    for (limiter, (key, decided)) in call.limiters.iter().zip(keys.iter_mut()) {
+        if let Ok(d) = decided {
+            let goes = if limiter.shadow {
+                !d.verdict.limited
+            } else {
+                goes_ahead
             };
-            let refusal = refused.then(|| Refusal {
-                key: args.word(2 + i),
-                shadow,
-            });
-            if limiter.policy.is_some() || refusal.is_some() {
-                registry.record(limiter.policy, outcome, refusal);
+            d.apply(key, goes)?;
+        }
+    }
+    record(args, &call, &keys);
+    drop(keys);
+    if call.trials {
+        let n = call.limiters.len();
+        let taken = |name: &[u8]| (0..n).any(|i| args.word(2 + i) == name);
+        for (i, limiter) in call.limiters.iter().enumerate() {
+            if let (Some(t), Some(p)) = (&limiter.trial, limiter.policy) {
+                trial::run(ctx, p, args.word(2 + i), t, now, call.quantity, &taken);
             }
         }
     }
-    Ok(if verdict.limited && !shown.limited {
-        Reply::Shadowed(shown, Some(b_shown + 1), call.unit)
-    } else if verdict.limited {
-        Reply::Binding(shown, b_shown + 1, call.unit)
+    let shown = Verdict {
+        limited: false,
+        retry_after: None,
+        ..verdict
+    };
+    Ok(if verdict.limited && (all_shadow || call.shadow) {
+        Reply::Shadowed(shown, Some(b + 1), call.unit)
     } else {
         Reply::Binding(verdict, b + 1, call.unit)
     })
+}
+
+/// Counts each policy's decision and records each refusal for `CL.TOP`:
+/// an enforcing limiter's as refused (shadow with the call's `SHADOW`), a
+/// shadow one's as a shadow refusal.
+fn record(args: &Args, call: &Call, keys: &[(Key, Result<Decided, CmdError>)]) {
+    let needed = call
+        .limiters
+        .iter()
+        .zip(keys)
+        .any(|(l, (_, d))| l.policy.is_some() || d.as_ref().is_ok_and(|d| d.verdict.limited));
+    if !needed {
+        return;
+    }
+    let mut registry = policy::registry();
+    for (i, (limiter, (_, decided))) in call.limiters.iter().zip(keys).enumerate() {
+        let shadow = call.shadow || limiter.shadow;
+        let (outcome, refused) = match decided {
+            Err(_) => (Outcome::Error, false),
+            Ok(d) if !d.verdict.limited => (Outcome::Allowed, false),
+            Ok(_) if shadow => (Outcome::ShadowRefused, true),
+            Ok(_) => (Outcome::Refused, true),
+        };
+        let refusal = refused.then(|| Refusal {
+            key: args.word(2 + i),
+            shadow,
+        });
+        if limiter.policy.is_some() || refusal.is_some() {
+            registry.record(limiter.policy, outcome, refusal);
+        }
+    }
 }
 
 /// Counts an error against every policy of the call.
@@ -126,6 +167,8 @@ struct Call<'a> {
     unit: Unit,
     /// `SHADOW`: the call never refuses.
     shadow: bool,
+    /// Some policy of the call has a trial.
+    trials: bool,
 }
 
 /// A limiter of the call, and the policy it came from.
@@ -134,6 +177,8 @@ struct Named<'a> {
     policy: Option<&'a [u8]>,
     /// The policy is in shadow mode.
     shadow: bool,
+    /// The policy's trial.
+    trial: Option<Limiter>,
 }
 
 /// The number of keys, when `numkeys` is a positive integer and that many
@@ -163,6 +208,7 @@ fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
         quantity: 1,
         unit: Unit::Seconds,
         shadow: false,
+        trials: false,
     };
     let mut at = 2 + n;
     for i in 0..n {
@@ -216,13 +262,15 @@ fn parse_limiter<'a>(
     let (named, options, own, next) = if is_policy(word) {
         let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
         let (options, next) = options::read(extra, words, at + 2, stop)?;
-        let (limiter, shadow) = policy::registry()
-            .get(name)
+        let found = policy::registry()
+            .lookup(name)
             .ok_or_else(|| error::unknown_policy(name))?;
+        call.trials |= found.trial.is_some();
         let named = Named {
-            limiter,
+            limiter: found.limiter,
             policy: Some(name),
-            shadow,
+            shadow: found.shadow,
+            trial: found.trial,
         };
         (named, options, 0, next)
     } else {
@@ -238,6 +286,7 @@ fn parse_limiter<'a>(
             limiter: read.limiter,
             policy: None,
             shadow: false,
+            trial: None,
         };
         (named, read.options, read.own, read.next)
     };
