@@ -69,10 +69,8 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         None => None,
         Some(_) => {
             let at = read.next + 1;
-            let kind = args
-                .bytes(at)
-                .and_then(limiter::kind_of)
-                .ok_or(error::UNKNOWN_LIMITER)?;
+            let word = args.bytes(at).ok_or(error::POLICY_LIMITER_WORDS)?;
+            let kind = limiter::kind_of(word).ok_or(error::UNKNOWN_LIMITER)?;
             let t = limiter::read(
                 &words,
                 kind,
