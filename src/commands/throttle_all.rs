@@ -28,6 +28,7 @@ use super::trial;
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
+use crate::few::Few;
 use crate::handler::Reply;
 use crate::limiter::{self, Decided, Limiter};
 use crate::policy::{self, Refusal};
@@ -47,7 +48,7 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
     let now = clock::now_nanos();
-    let mut keys: Vec<(Key, Result<Decided, CmdError>)> = Vec::with_capacity(call.limiters.len());
+    let mut keys: Slots = Few::new();
     for (i, limiter) in call.limiters.iter().enumerate() {
         let name = args.raw(2 + i).ok_or(CmdError::WrongArity)?;
         let mut key = Key::open(ctx, name, Access::Write);
@@ -63,7 +64,7 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let decided = || {
         call.limiters
             .iter()
-            .zip(&keys)
+            .zip(keys.iter())
             .enumerate()
             .filter_map(|(i, (l, (_, d)))| Some((i, l.shadow, d.as_ref().ok()?.verdict)))
     };
@@ -116,17 +117,17 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// Counts each policy's decision and records each refusal for `CL.TOP`:
 /// an enforcing limiter's as refused (shadow with the call's `SHADOW`), a
 /// shadow one's as a shadow refusal.
-fn record(args: &Args, call: &Call, keys: &[(Key, Result<Decided, CmdError>)]) {
+fn record(args: &Args, call: &Call, keys: &Slots) {
     let needed = call
         .limiters
         .iter()
-        .zip(keys)
+        .zip(keys.iter())
         .any(|(l, (_, d))| l.policy.is_some() || d.as_ref().is_ok_and(|d| d.verdict.limited));
     if !needed {
         return;
     }
     let mut registry = policy::registry();
-    for (i, (limiter, (_, decided))) in call.limiters.iter().zip(keys).enumerate() {
+    for (i, (limiter, (_, decided))) in call.limiters.iter().zip(keys.iter()).enumerate() {
         let shadow = call.shadow || limiter.shadow;
         let (outcome, refused) = match decided {
             Err(_) => (Outcome::Error, false),
@@ -147,12 +148,18 @@ fn record(args: &Args, call: &Call, keys: &[(Key, Result<Decided, CmdError>)]) {
 /// Counts an error against every policy of the call.
 fn count_error(call: &Call) {
     let mut registry = policy::registry();
-    for l in &call.limiters {
+    for l in call.limiters.iter() {
         if l.policy.is_some() {
             registry.record(l.policy, Outcome::Error, None);
         }
     }
 }
+
+/// Limiters kept without a heap allocation: real calls combine a few.
+const INLINE: usize = 4;
+
+/// Each limiter's key and what it decided, in the call's order.
+type Slots = Few<(Key, Result<Decided, CmdError>), INLINE>;
 
 /// The most limiters one call takes. The call is linear in them (about
 /// 3 µs each on Redis 7.0 here, more once the keys outgrow the caches) and
@@ -162,7 +169,7 @@ const MAX_KEYS: i64 = 100;
 
 /// A parsed call.
 struct Call<'a> {
-    limiters: Vec<Named<'a>>,
+    limiters: Few<Named<'a>, INLINE>,
     quantity: i64,
     unit: Unit,
     /// `SHADOW`: the call never refuses.
@@ -197,14 +204,11 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
 
 fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
     let n = numkeys(args)?;
-    // A set, not pairwise comparison: any client may send tens of
-    // thousands of keys, and the check must stay linear.
-    let mut seen = std::collections::HashSet::with_capacity(n);
-    if !(0..n).all(|i| seen.insert(args.word(2 + i))) {
+    if named_twice(args, n) {
         return Err(error::KEY_TWICE);
     }
     let mut call = Call {
-        limiters: Vec::with_capacity(n),
+        limiters: Few::new(),
         quantity: 1,
         unit: Unit::Seconds,
         shadow: false,
@@ -218,6 +222,19 @@ fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
         return Err(error::LIMITER_COUNT);
     }
     Ok(call)
+}
+
+/// Whether one of the `n` keys is named twice: pairwise for a few (no
+/// allocation, no hashing), by a set for more (any client may send a
+/// hundred keys, and the check must stay linear).
+fn named_twice(args: &Args, n: usize) -> bool {
+    const PAIRWISE: usize = 8;
+    let key = |i: usize| args.word(2 + i);
+    if n <= PAIRWISE {
+        return (1..n).any(|i| (0..i).any(|j| key(j) == key(i)));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    !(0..n).all(|i| seen.insert(key(i)))
 }
 
 /// `POLICY name`, in place of a limiter.
