@@ -214,6 +214,9 @@ fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
         shadow: false,
         trials: false,
     };
+    if parsed::reuse(args, n, &mut call) {
+        return Ok(call);
+    }
     let mut at = 2 + n;
     for i in 0..n {
         at = parse_limiter(args, at, i + 1 == n, &mut call)?;
@@ -221,7 +224,130 @@ fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
     if args.bytes(at).is_some() {
         return Err(error::LIMITER_COUNT);
     }
+    parsed::keep(args, n, &call);
     Ok(call)
+}
+
+/// The calls parsed last, kept by their words: a client sends the same
+/// limiters with every request, and reading them again (numbers,
+/// durations, options) costs more than comparing the words. Only calls
+/// whose every limiter is given as arguments are kept (a policy is looked
+/// up at each call, as it may change), and none with `TZ` (a named zone's
+/// rules are looked up again after a while, `crate::zones`). Per thread,
+/// as the server runs commands on one.
+mod parsed {
+    use super::{Call, Named};
+    use crate::args::Args;
+    use crate::limiter::Limiter;
+    use cell_core::reply::Unit;
+    use std::cell::RefCell;
+
+    /// Calls kept, the oldest replaced first.
+    const ENTRIES: usize = 4;
+    /// Words of a call longer than this are not kept.
+    const MAX_BYTES: usize = 512;
+
+    struct Entry {
+        n: usize,
+        /// The words after the keys, each preceded by its length.
+        words: Vec<u8>,
+        limiters: Vec<Limiter>,
+        quantity: i64,
+        unit: Unit,
+        shadow: bool,
+    }
+
+    struct Kept {
+        entries: Vec<Entry>,
+        next: usize,
+    }
+
+    thread_local! {
+        static KEPT: RefCell<Kept> = const {
+            RefCell::new(Kept {
+                entries: Vec::new(),
+                next: 0,
+            })
+        };
+    }
+
+    /// Whether the words from `from` on are `entry`'s.
+    fn same(entry: &Entry, args: &Args, from: usize) -> bool {
+        let mut rest = entry.words.as_slice();
+        for i in from..args.len() {
+            let word = args.word(i);
+            let Some((&len, tail)) = rest.split_first() else {
+                return false;
+            };
+            if usize::from(len) != word.len() || tail.get(..word.len()) != Some(word) {
+                return false;
+            }
+            rest = tail.get(word.len()..).unwrap_or_default();
+        }
+        rest.is_empty()
+    }
+
+    /// Fills `call` from a kept call with these words, if there is one.
+    pub fn reuse(args: &Args, n: usize, call: &mut Call) -> bool {
+        KEPT.with(|kept| {
+            let kept = kept.borrow();
+            let Some(e) = kept
+                .entries
+                .iter()
+                .find(|e| e.n == n && same(e, args, 2 + n))
+            else {
+                return false;
+            };
+            for limiter in &e.limiters {
+                call.limiters.push(Named {
+                    limiter: limiter.clone(),
+                    policy: None,
+                    shadow: false,
+                    trial: None,
+                });
+            }
+            call.quantity = e.quantity;
+            call.unit = e.unit;
+            call.shadow = e.shadow;
+            true
+        })
+    }
+
+    /// Keeps a call just parsed, if it may be.
+    pub fn keep(args: &Args, n: usize, call: &Call) {
+        if call.limiters.iter().any(|l| l.policy.is_some()) {
+            return;
+        }
+        let mut words = Vec::new();
+        for i in 2 + n..args.len() {
+            let word = args.word(i);
+            if word.eq_ignore_ascii_case(b"TZ") || word.len() > usize::from(u8::MAX) {
+                return;
+            }
+            words.push(word.len() as u8);
+            words.extend_from_slice(word);
+            if words.len() > MAX_BYTES {
+                return;
+            }
+        }
+        let entry = Entry {
+            n,
+            words,
+            limiters: call.limiters.iter().map(|l| l.limiter.clone()).collect(),
+            quantity: call.quantity,
+            unit: call.unit,
+            shadow: call.shadow,
+        };
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            let at = kept.next;
+            kept.next = (at + 1) % ENTRIES;
+            match kept.entries.get_mut(at) {
+                Some(slot) => *slot = entry,
+                None => kept.entries.push(entry),
+            }
+        });
+    }
 }
 
 /// Whether one of the `n` keys is named twice: pairwise for a few (no
