@@ -44,7 +44,15 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         return Ok(Reply::KeysReported);
     }
     args.require(6)?;
-    let call = parse(args)?;
+    // Parsed in place: the call is large, and moving it costs.
+    let mut call = Call {
+        limiters: Few::new(),
+        quantity: 1,
+        unit: Unit::Seconds,
+        shadow: false,
+        trials: false,
+    };
+    parse(args, &mut call)?;
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
     let now = clock::now_nanos();
@@ -185,7 +193,7 @@ struct Named<'a> {
     /// The policy is in shadow mode.
     shadow: bool,
     /// The policy's trial.
-    trial: Option<Limiter>,
+    trial: Option<Box<Limiter>>,
 }
 
 /// The number of keys, when `numkeys` is a positive integer and that many
@@ -202,30 +210,23 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
     Ok(n)
 }
 
-fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
+fn parse<'a>(args: &Args<'a>, call: &mut Call<'a>) -> Result<(), CmdError> {
     let n = numkeys(args)?;
     if named_twice(args, n) {
         return Err(error::KEY_TWICE);
     }
-    let mut call = Call {
-        limiters: Few::new(),
-        quantity: 1,
-        unit: Unit::Seconds,
-        shadow: false,
-        trials: false,
-    };
-    if parsed::reuse(args, n, &mut call) {
-        return Ok(call);
+    if parsed::reuse(args, n, call) {
+        return Ok(());
     }
     let mut at = 2 + n;
     for i in 0..n {
-        at = parse_limiter(args, at, i + 1 == n, &mut call)?;
+        at = parse_limiter(args, at, i + 1 == n, call)?;
     }
     if args.bytes(at).is_some() {
         return Err(error::LIMITER_COUNT);
     }
-    parsed::keep(args, n, &call);
-    Ok(call)
+    parsed::keep(args, n, call);
+    Ok(())
 }
 
 /// The calls parsed last, kept by their words: a client sends the same
@@ -413,7 +414,7 @@ fn parse_limiter<'a>(
             limiter: found.limiter,
             policy: Some(name),
             shadow: found.shadow,
-            trial: found.trial,
+            trial: found.trial.map(Box::new),
         };
         (named, options, 0, next)
     } else {
