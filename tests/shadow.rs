@@ -291,3 +291,36 @@ fn shadow_and_trials_change_nothing_enforced() {
         .sum();
     assert!(shadowed > 10, "{shadowed} shadow refusals");
 }
+
+/// A shadow limiter's key of the wrong type is that limiter's error only:
+/// the enforcing limiters decide, write and answer as without it; a call
+/// of shadow limiters only fails when every one of them fails.
+#[test]
+fn a_shadow_limiters_error_is_its_own() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    ok(c, "CL.POLICY SET dry GCRA 0 1 60s SHADOW");
+    ok(c, "CL.POLICY SET api FW 5 60s");
+    cmd(c, "LPUSH {u}:bad x").unwrap();
+    let line = "CL.THROTTLEALL 2 {u}:bad {u}:n POLICY dry POLICY api";
+    assert_eq!(ints(c, line), [0, 5, 4, -1, 60, 2]);
+    assert_eq!(get(c, "{u}:n").as_deref(), Some("1"));
+    assert_eq!(field(c, "dry", "errors"), "1");
+    assert_eq!(field(c, "api", "allowed"), "1");
+    // Shadow limiters only: one that decides answers; none, the error.
+    assert_eq!(
+        ints(c, "CL.THROTTLEALL 2 {u}:bad {u}:ok POLICY dry POLICY dry"),
+        [0, 1, 0, -1, 60, 2]
+    );
+    assert_eq!(
+        err(c, "CL.THROTTLEALL 1 {u}:bad POLICY dry MS"),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    assert_eq!(field(c, "dry", "errors"), "3");
+    // An enforcing limiter's error fails the call, as without shadow ones.
+    assert_eq!(
+        err(c, "CL.THROTTLEALL 2 {u}:ok {u}:bad POLICY dry POLICY api"),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    assert_eq!(field(c, "api", "errors"), "1");
+}
