@@ -32,6 +32,8 @@ pub enum CmdError {
     PolicyZone { policy: Shown, zone: Shown },
     /// A policy whose limiter this version does not read.
     PolicyUnreadable(Shown),
+    /// `ERR policy 'name' has no trial`.
+    NoTrial(Shown),
 }
 
 impl CmdError {
@@ -68,6 +70,9 @@ impl CmdError {
                 policy.as_str(),
                 zone.as_str()
             )),
+            CmdError::NoTrial(name) => {
+                Cow::Owned(format!("ERR policy '{}' has no trial", name.as_str()))
+            }
         })
     }
 }
@@ -166,6 +171,10 @@ pub const POLICY_KIND_CHANGE: CmdError = CmdError::Reply(
 pub const OOM: CmdError =
     CmdError::Reply("OOM command not allowed when used memory > 'maxmemory'.");
 pub const NOREPLICAS: CmdError = CmdError::Reply("NOREPLICAS Not enough good replicas to write.");
+pub const TRIAL_KIND: CmdError = CmdError::Reply(
+    "ERR a trial has the policy's kind (GCRA, SW, SW APPROX or FW), so that PROMOTE can apply it to the policy's keys",
+);
+pub const TRIAL_WITHOUT_POLICY: CmdError = CmdError::Reply("ERR TRIAL needs POLICY name");
 pub const BAD_TOP_COUNT: CmdError = CmdError::Reply("ERR invalid COUNT: must be 1 or greater");
 pub const READONLY_REPLICA: CmdError =
     CmdError::Reply("READONLY You can't write against a read only replica.");
@@ -188,6 +197,11 @@ pub fn policy_zone(policy: &[u8], zone: &[u8]) -> CmdError {
 /// A policy whose limiter this version does not read.
 pub fn policy_unreadable(policy: &[u8]) -> CmdError {
     CmdError::PolicyUnreadable(shown(policy))
+}
+
+/// `ERR policy 'name' has no trial`, the name shown safely.
+pub fn no_trial(name: &[u8]) -> CmdError {
+    CmdError::NoTrial(shown(name))
 }
 
 /// `ERR unknown policy 'name'`, the name shown safely.

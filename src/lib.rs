@@ -20,6 +20,7 @@ mod args;
 mod clock;
 mod commands;
 mod error;
+mod few;
 mod handler;
 mod limiter;
 mod policy;

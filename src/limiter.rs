@@ -479,6 +479,17 @@ fn replicate_window_effect(
     key.replicate(command, &args[..n]);
 }
 
+/// What a key of a limiter holds: a policy keeps it across `SET` (and a
+/// trial has its policy's), so that its keys stay readable.
+pub fn family(l: &Limiter) -> u8 {
+    match l {
+        Limiter::Gcra(_) => 0,
+        Limiter::Exact(_) => 1,
+        Limiter::Approx(_) => 2,
+        Limiter::Fixed(_) => 3,
+    }
+}
+
 /// The kinds of limiter a limiter's words name.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Kind {

@@ -44,6 +44,35 @@ pub struct Policy {
     pub counters: Counters,
     /// The keys this policy refused most often; made on its first refusal.
     top: Option<Box<Top<Vec<u8>>>>,
+    /// A limiter tried beside the enforced one, in shadow mode, on keys of
+    /// its own (`CL.POLICY SET ... TRIAL limiter`).
+    pub trial: Option<Trial>,
+}
+
+/// A policy's trial: its limiter, what it decided, and the keys it would
+/// have refused most often (by the call's key).
+pub struct Trial {
+    pub limiter: Limiter,
+    pub counters: Counters,
+    top: Option<Box<Top<Vec<u8>>>>,
+}
+
+impl Trial {
+    pub fn new(limiter: Limiter) -> Self {
+        Self {
+            limiter,
+            counters: Counters::default(),
+            top: None,
+        }
+    }
+}
+
+/// What a call needs of a policy: its limiter, its shadow flag, its
+/// trial's limiter (copies: the lock need not be held while they decide).
+pub struct Found {
+    pub limiter: Limiter,
+    pub shadow: bool,
+    pub trial: Option<Limiter>,
 }
 
 pub struct Registry {
@@ -103,22 +132,88 @@ pub enum Unusable {
 }
 
 impl Registry {
-    /// The policy's limiter and shadow flag (a copy: the lock need not be
-    /// held while it decides), or the error a call naming it answers.
-    pub fn lookup(&self, name: &[u8]) -> Result<(Limiter, bool), CmdError> {
+    pub fn policy(&self, name: &[u8]) -> Option<&Policy> {
+        self.policies.get(name)
+    }
+
+    /// The policy with its trial, as a call uses it (a copy: the lock need
+    /// not be held while it decides), or the error a call naming it
+    /// answers.
+    pub fn lookup(&self, name: &[u8]) -> Result<Found, CmdError> {
         let p = self
             .policies
             .get(name)
             .ok_or_else(|| error::unknown_policy(name))?;
         match (&p.limiter, &p.unusable) {
-            (Some(l), _) => Ok((l.clone(), p.shadow)),
+            (Some(l), _) => Ok(Found {
+                limiter: l.clone(),
+                shadow: p.shadow,
+                trial: p.trial.as_ref().map(|t| t.limiter.clone()),
+            }),
             (None, Some(Unusable::Zone(zone))) => Err(error::policy_zone(name, zone)),
             (None, _) => Err(error::policy_unreadable(name)),
         }
     }
 
-    pub fn policy(&self, name: &[u8]) -> Option<&Policy> {
-        self.policies.get(name)
+    /// Gives the policy a trial, keeps the one it has (its counters and
+    /// summary) with a new limiter, or drops it (`None`).
+    pub fn set_trial(&mut self, name: &[u8], trial: Option<Limiter>) {
+        if let Some(p) = self.policies.get_mut(name) {
+            match (trial, p.trial.as_mut()) {
+                (None, _) => p.trial = None,
+                (Some(l), Some(t)) => t.limiter = l,
+                (Some(l), None) => p.trial = Some(Trial::new(l)),
+            }
+        }
+    }
+
+    /// Counts one decision of a policy's trial and records its refusal of
+    /// `key` (the call's key) in the trial's summary.
+    pub fn record_trial(&mut self, name: &[u8], outcome: Outcome, key: &[u8]) {
+        let capacity = self.capacity;
+        let Some(t) = self.policies.get_mut(name).and_then(|p| p.trial.as_mut()) else {
+            return;
+        };
+        t.counters.count(outcome);
+        if outcome == Outcome::ShadowRefused && capacity > 0 {
+            t.top
+                .get_or_insert_with(|| Box::new(Top::new(capacity)))
+                .record(&cell_core::top::bounded_key(key), true);
+        }
+    }
+
+    /// The `n` keys a policy's trial would have refused most often; the
+    /// summary is cleared afterwards if `reset`.
+    pub fn trial_top(
+        &mut self,
+        n: usize,
+        name: &[u8],
+        reset: bool,
+    ) -> Result<Vec<Offender>, CmdError> {
+        let p = self
+            .policies
+            .get_mut(name)
+            .ok_or_else(|| error::unknown_policy(name))?;
+        let t = p.trial.as_mut().ok_or_else(|| error::no_trial(name))?;
+        let out = t
+            .top
+            .as_ref()
+            .map(|top| {
+                top.top(n)
+                    .into_iter()
+                    .map(|h| Offender {
+                        key: h.key.to_vec(),
+                        count: h.count,
+                        error: h.error,
+                        shadow: h.shadow,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        if reset {
+            t.top = None;
+        }
+        Ok(out)
     }
 
     /// Creates or replaces a policy; a replaced one keeps its counters and
@@ -145,6 +240,7 @@ impl Registry {
                 unusable: made.unusable,
                 counters: Counters::default(),
                 top: None,
+                trial: None,
             },
         );
         Ok(())
@@ -233,6 +329,9 @@ impl Registry {
         self.top = None;
         for p in self.policies.values_mut() {
             p.top = None;
+            if let Some(t) = p.trial.as_mut() {
+                t.top = None;
+            }
         }
     }
 
@@ -246,11 +345,18 @@ impl Registry {
         let used = self
             .policies
             .values()
-            .filter_map(|p| p.top.as_ref())
-            .chain(self.top.as_ref())
+            .flat_map(|p| {
+                [
+                    p.top.as_ref(),
+                    p.trial.as_ref().and_then(|t| t.top.as_ref()),
+                ]
+            })
+            .chain([self.top.as_ref()])
+            .flatten()
             .map(|t| t.memory())
             .sum();
-        let worst = (1 + self.policies.len())
+        let trials = self.policies.values().filter(|p| p.trial.is_some()).count();
+        let worst = (1 + self.policies.len() + trials)
             .saturating_mul(self.capacity)
             .saturating_mul(Top::<Vec<u8>>::worst_bytes_per_entry());
         (used, worst)
@@ -261,6 +367,9 @@ impl Registry {
         self.top = None;
         for p in self.policies.values_mut() {
             p.top = None;
+            if let Some(t) = p.trial.as_mut() {
+                t.top = None;
+            }
         }
     }
 
@@ -293,6 +402,8 @@ impl Registry {
 /// A policy as made from its words (and zone rules), before it is stored.
 pub struct Made {
     pub limiter: Option<Limiter>,
+    /// The trial's limiter (`limiter TRIAL limiter`), if any.
+    pub trial: Option<Limiter>,
     pub words: Vec<Vec<u8>>,
     pub zone: Option<Vec<u8>>,
     pub unusable: Option<Unusable>,
@@ -313,7 +424,7 @@ pub fn zone_word(words: &[Vec<u8>]) -> Option<&[u8]> {
 /// this node and every node given them decide alike). Errors are the
 /// user's: a zone this server does not know is `BAD_TZ`.
 pub fn made_here(words: Vec<Vec<u8>>) -> Result<Made, CmdError> {
-    let limiter = limiter_of(&words)?;
+    let (limiter, trial) = policy_of(&words)?;
     if let Some((_, tzif)) = zone_word(&words).and_then(zoned::find_tzif) {
         if let Some(made) = made_with_rules(words.clone(), tzif) {
             return Ok(made);
@@ -321,6 +432,7 @@ pub fn made_here(words: Vec<Vec<u8>>) -> Result<Made, CmdError> {
     }
     Ok(Made {
         limiter: Some(limiter),
+        trial,
         words,
         zone: None,
         unusable: None,
@@ -331,9 +443,10 @@ pub fn made_here(words: Vec<Vec<u8>>) -> Result<Made, CmdError> {
 fn made_with_rules(words: Vec<Vec<u8>>, tzif: Vec<u8>) -> Option<Made> {
     let word = std::str::from_utf8(zone_word(&words)?).ok()?.to_string();
     let zone = zoned::from_tzif(&word, &tzif)?;
-    let limiter = zones::with_pinned(&word, zone, || limiter_of(&words)).ok()?;
+    let (limiter, trial) = zones::with_pinned(&word, zone, || policy_of(&words)).ok()?;
     Some(Made {
         limiter: Some(limiter),
+        trial,
         words,
         zone: Some(tzif),
         unusable: None,
@@ -350,9 +463,10 @@ pub fn made_from(name: &[u8], words: Vec<Vec<u8>>, zone: Option<Vec<u8>>) -> Mad
             return made;
         }
     }
-    match limiter_of(&words) {
-        Ok(limiter) => Made {
+    match policy_of(&words) {
+        Ok((limiter, trial)) => Made {
             limiter: Some(limiter),
+            trial,
             words,
             zone,
             unusable: None,
@@ -378,12 +492,44 @@ pub fn made_from(name: &[u8], words: Vec<Vec<u8>>, zone: Option<Vec<u8>>) -> Mad
             ));
             Made {
                 limiter: None,
+                trial: None,
                 words,
                 zone,
                 unusable: Some(unusable),
             }
         }
     }
+}
+
+/// A policy's words split at `TRIAL`: the enforced limiter's, and the
+/// trial's if there is one (a `TRIAL` that is a `TZ` value does not split).
+pub fn split_trial(words: &[Vec<u8>]) -> (&[Vec<u8>], Option<&[Vec<u8>]>) {
+    let at = (0..words.len()).find(|&i| {
+        words[i].eq_ignore_ascii_case(b"TRIAL")
+            && !(i > 0 && words[i - 1].eq_ignore_ascii_case(b"TZ"))
+    });
+    match at {
+        Some(i) => (&words[..i], Some(&words[i + 1..])),
+        None => (words, None),
+    }
+}
+
+/// A policy's limiter and its trial's from its words (`limiter [TRIAL
+/// limiter]`), each read as [`limiter_of`] reads one, of one kind.
+pub fn policy_of(words: &[Vec<u8>]) -> Result<(Limiter, Option<Limiter>), CmdError> {
+    let (own, trial) = split_trial(words);
+    let limiter = limiter_of(own)?;
+    let trial = match trial {
+        None => None,
+        Some(words) => {
+            let t = limiter_of(words)?;
+            if limiter::family(&t) != limiter::family(&limiter) {
+                return Err(error::TRIAL_KIND);
+            }
+            Some(t)
+        }
+    };
+    Ok((limiter, trial))
 }
 
 /// A policy's limiter from its words, read by `CL.THROTTLEALL`'s grammar
@@ -500,6 +646,7 @@ unsafe extern "C" fn aux_load(rdb: *mut raw::RedisModuleIO, encver: c_int, when:
                 unusable: made.unusable,
                 counters: Counters::default(),
                 top: None,
+                trial: made.trial.map(Trial::new),
             },
         );
     }
@@ -633,9 +780,15 @@ unsafe extern "C" fn write_policies(ctx: *mut raw::RedisModuleCtx, _data: *mut c
 /// included (`ZONEINFO`, taken only from a master or an AOF).
 pub fn replicate_set(ctx: *mut raw::RedisModuleCtx, s: &Saved) {
     let mut words: Vec<&[u8]> = vec![b"SET", &s.name];
-    words.extend(s.words.iter().map(Vec::as_slice));
+    // SHADOW is the enforced limiter's option: before any TRIAL.
+    let (own, trial) = split_trial(&s.words);
+    words.extend(own.iter().map(Vec::as_slice));
     if s.shadow {
         words.push(b"SHADOW");
+    }
+    if let Some(trial) = trial {
+        words.push(b"TRIAL");
+        words.extend(trial.iter().map(Vec::as_slice));
     }
     if let Some(zone) = &s.zone {
         words.push(ZONEINFO);
@@ -671,7 +824,9 @@ fn aof_rewrite_in_progress(ctx: *mut raw::RedisModuleCtx) -> bool {
 
 /// The `redis-cell_policies` INFO section: the summaries' capacity, the
 /// number of policies, and per policy its counters and shadow flag
-/// (`policy_<name>:calls=..,allowed=..,refused=..,shadow_refused=..,errors=..,shadow=0|1`).
+/// (`policy_<name>:calls=..,allowed=..,refused=..,shadow_refused=..,errors=..,shadow=0|1`,
+/// then `trial_calls=..,trial_allowed=..,trial_refused=..,trial_errors=..`
+/// for a policy with a trial).
 pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
     let (Some(add_section), Some(add_field), Some(begin), Some(end)) = (
         api!(RedisModule_InfoAddSection),
@@ -727,6 +882,18 @@ pub fn info(ctx: *mut raw::RedisModuleInfoCtx) {
             begin(ctx, field.as_ptr().cast_mut());
             for (what, value) in values {
                 add_field(ctx, what.as_ptr().cast_mut(), value);
+            }
+            if let Some(t) = registry.policies.get(name).and_then(|p| p.trial.as_ref()) {
+                let c = t.counters;
+                let trial = [
+                    (c"trial_calls", c.calls),
+                    (c"trial_allowed", c.allowed),
+                    (c"trial_refused", c.shadow_refused),
+                    (c"trial_errors", c.errors),
+                ];
+                for (what, value) in trial {
+                    add_field(ctx, what.as_ptr().cast_mut(), value);
+                }
             }
             end(ctx);
         }

@@ -63,6 +63,9 @@ pub struct Key {
     inner: *mut raw::RedisModuleKey,
     access: Access,
     written: bool,
+    /// The name was created for this key (a derived key, not an argument)
+    /// and is freed with it.
+    owned: bool,
 }
 
 impl Key {
@@ -79,7 +82,23 @@ impl Key {
             inner,
             access,
             written: false,
+            owned: false,
         }
+    }
+
+    /// Opens a key whose name is not one of the command's arguments (a
+    /// policy trial's key): the name is created here and freed on drop.
+    pub fn open_derived(ctx: &Context, name: &[u8], access: Access) -> Result<Self, CmdError> {
+        let create = api!(RedisModule_CreateString).ok_or(error::INTERNAL)?;
+        // SAFETY: `name` is `len` readable bytes; the string is owned by
+        // the module until freed in `drop`.
+        let s = unsafe { create(ctx.ctx, name.as_ptr().cast::<c_char>(), name.len()) };
+        if s.is_null() {
+            return Err(error::INTERNAL);
+        }
+        let mut key = Self::open(ctx, s, access);
+        key.owned = true;
+        Ok(key)
     }
 
     /// What the key holds.
@@ -459,6 +478,13 @@ impl Drop for Key {
             if let Some(signal) = api!(RedisModule_SignalModifiedKey) {
                 // SAFETY: the context and key name are valid for the command.
                 unsafe { signal(self.ctx, self.name) };
+            }
+        }
+        if self.owned {
+            if let Some(free) = api!(RedisModule_FreeString) {
+                // SAFETY: created by `open_derived` with this context, freed
+                // once, after its last use above.
+                unsafe { free(self.ctx, self.name) };
             }
         }
     }

@@ -224,6 +224,7 @@ fn command_docs_for_every_command() {
                 "cl.policy|get",
                 "cl.policy|help",
                 "cl.policy|list",
+                "cl.policy|promote",
                 "cl.policy|set"
             ]
         );

@@ -495,38 +495,50 @@ fn shadow_against_enforced() {
     assert_eq!(counter(h, "p0", "refused"), before + 1);
 }
 
-/// In CL.THROTTLEALL, a refusal binds only when its limiter enforces;
-/// nothing is written when any limiter refuses, shadow or not.
+/// In CL.THROTTLEALL, a shadow limiter decides apart: its refusal neither
+/// binds nor stops the enforcing limiters from counting, and it is charged
+/// as if it were alone.
 #[test]
 fn shadow_in_throttleall() {
     let s = Server::start();
     let c = &mut s.conn();
     ok(c, "CL.POLICY SET tight FW 1 60s SHADOW");
     ok(c, "CL.POLICY SET loose FW 10 60s");
-    let r = |c: &mut redis::Connection| -> Vec<i64> {
-        match cmd(c, "CL.THROTTLEALL 2 a b POLICY tight POLICY loose") {
+    let r = |c: &mut redis::Connection, line: &str| -> Vec<i64> {
+        match cmd(c, line) {
             Ok(Value::Array(v)) => v.iter().map(|x| text(x).parse().unwrap()).collect(),
             other => panic!("{other:?}"),
         }
     };
-    assert_eq!(r(c), [0, 1, 0, -1, 60, 1]);
-    // `tight` refuses: answered allowed, nothing written.
-    assert_eq!(r(c), [0, 1, 0, -1, 60, 1]);
+    let line = "CL.THROTTLEALL 2 a b POLICY tight POLICY loose";
+    // The binding limiter is the enforcing one, by its place in the call.
+    assert_eq!(r(c, line), [0, 10, 9, -1, 60, 2]);
+    // `tight` refuses: `loose` is charged as without it.
+    assert_eq!(r(c, line), [0, 10, 8, -1, 60, 2]);
     assert_eq!(get(c, "a").as_deref(), Some("1"));
-    assert_eq!(get(c, "b").as_deref(), Some("1"));
+    assert_eq!(get(c, "b").as_deref(), Some("2"));
     assert_eq!(counter(c, "tight", "shadow_refused"), 1);
+    assert_eq!(counter(c, "tight", "allowed"), 1);
     assert_eq!(counter(c, "loose", "allowed"), 2);
     // An enforcing refusal binds.
-    ok(c, "CL.POLICY SET loose FW 1 60s");
-    assert_eq!(r(c), [1, 1, 0, 60, 60, 2]);
-    // The call's SHADOW makes every limiter shadow.
-    match cmd(c, "CL.THROTTLEALL 2 a b POLICY tight POLICY loose SHADOW") {
-        Ok(Value::Array(v)) => assert_eq!(text(&v[0]), "0"),
-        other => panic!("{other:?}"),
-    }
+    ok(c, "CL.POLICY SET loose FW 2 60s");
+    assert_eq!(r(c, line), [1, 2, 0, 60, 60, 2]);
+    // The call's SHADOW answers that refusal as allowed, writing the same.
+    assert_eq!(r(c, &format!("{line} SHADOW")), [0, 2, 0, -1, 60, 2]);
+    assert_eq!(get(c, "b").as_deref(), Some("2"));
+    // Only shadow limiters: each as if alone, the binding one answered.
+    assert_eq!(
+        r(c, "CL.THROTTLEALL 2 a e POLICY tight POLICY tight"),
+        [0, 1, 0, -1, 60, 1]
+    );
+    assert_eq!(get(c, "e").as_deref(), Some("1"));
     let info: String = redis::cmd("INFO").arg("redis-cell").query(c).unwrap();
     assert!(
         info.contains("redis-cell_cl_throttleall_shadow_refused:2"),
+        "{info}"
+    );
+    assert!(
+        info.contains("redis-cell_cl_throttleall_limited:1"),
         "{info}"
     );
 }

@@ -92,6 +92,11 @@ fn policy_changes_wait_for_a_write_pause_and_never_abort_the_server() {
         |c| assert_eq!(names(c), ["a"]),
     );
     assert_eq!(names(c), ["c"]);
+    cmd(c, "CL.POLICY SET c GCRA 1 1 1 TRIAL GCRA 5 5 1").unwrap();
+    held_by_pause(&s, &["CL.POLICY PROMOTE c"], |c| {
+        assert!(format!("{:?}", cmd(c, "CL.POLICY GET c")).contains("trial"))
+    });
+    assert!(!format!("{:?}", cmd(c, "CL.POLICY GET c")).contains("trial"));
 }
 
 #[test]

@@ -486,3 +486,51 @@ fn at_most_one_hundred_limiters_in_one_call() {
     );
     assert_eq!(cmd(c, "DBSIZE").unwrap(), Value::Int(0));
 }
+
+/// A call's limiters are kept parsed by their words: the same words on
+/// other keys, in another case, or after other calls answer as a first
+/// parse does, and words that differ (a parameter, an option, a policy
+/// changed in between) are read again.
+#[test]
+fn the_same_words_decide_as_when_first_read() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let line = |k: &str, rest: &str| format!("CL.THROTTLEALL 2 {{{k}}}:a {{{k}}}:b {rest}");
+    let limiters = "GCRA 1 1 10 FW 3 60";
+    assert_eq!(six(c, &line("u", limiters)), [0, 2, 1, -1, 10, 1]);
+    assert_eq!(six(c, &line("v", limiters)), [0, 2, 1, -1, 10, 1]);
+    assert_eq!(
+        six(c, &line("u", "gcra 1 1 10 fw 3 60")),
+        [0, 2, 0, -1, 20, 1]
+    );
+    // Five other calls in between push the first one's words out.
+    for i in 0..5 {
+        six(c, &line("w", &format!("GCRA {i} 1 10 FW 3 60")));
+    }
+    assert_eq!(six(c, &line("u", limiters)), [1, 2, 0, 10, 20, 1]);
+    // Options are words too.
+    assert_eq!(
+        six(c, &line("x", &format!("{limiters} MS"))),
+        [0, 2, 1, -1, 10000, 1]
+    );
+    assert_eq!(
+        six(c, &line("x", &format!("{limiters} QUANTITY 2 MS"))),
+        [1, 2, 1, 10000, 10000, 1]
+    );
+    assert_eq!(
+        six(c, &line("x", &format!("{limiters} MS QUANTITY 0"))),
+        [0, 2, 1, -1, 10000, 1]
+    );
+    // A key's state is read at every call, whatever the words.
+    cmd(c, "LPUSH {y}:b x").unwrap();
+    assert_eq!(
+        err(c, &line("y", limiters)),
+        "WRONGTYPE Operation against a key holding the wrong kind of value"
+    );
+    // A policy is looked up at every call.
+    cmd(c, "CL.POLICY SET p GCRA 1 1 10").unwrap();
+    let policy = "CL.THROTTLEALL 1 {z}:a POLICY p MS";
+    assert_eq!(six(c, policy), [0, 2, 1, -1, 10000, 1]);
+    cmd(c, "CL.POLICY SET p GCRA 9 1 10").unwrap();
+    assert_eq!(six(c, policy), [0, 10, 8, -1, 20000, 1]);
+}

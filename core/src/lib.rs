@@ -22,6 +22,7 @@ pub mod reply;
 pub mod sliding;
 pub mod sliding_approx;
 pub mod top;
+pub mod trial;
 pub mod window_state;
 pub mod zoned;
 

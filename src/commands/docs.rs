@@ -410,7 +410,7 @@ pub const CL_LIMIT: Docs = Docs {
 };
 
 pub const CL_POLICY: Docs = Docs {
-    summary: "Named policies: SET name limiter [SHADOW] creates or replaces one (live, no reset), GET name answers its limiter, shadow flag and counters, DEL name removes it, LIST names them all. Server configuration, not keys: saved in RDB, replicated, per node in a cluster.",
+    summary: "Named policies: SET name limiter [SHADOW] [TRIAL limiter] creates or replaces one (live, no reset), with a trial limiter run in shadow beside it; GET name answers its limiters, shadow flag and counters; PROMOTE name makes the trial the limit; DEL name removes it; LIST names them all. Server configuration, not keys: saved in RDB, replicated, per node in a cluster.",
     complexity: "O(1); LIST O(N log N) in the policies",
     arity: -2,
     args: &[
@@ -423,10 +423,12 @@ pub const CL_POLICY: Docs = Docs {
                         arg("name", ArgKind::String),
                         arg("limiter", ArgKind::String),
                         flag("SHADOW"),
+                        keyword("TRIAL", "limiter", ArgKind::String),
                     ],
                 ),
                 block("GET", &[arg("name", ArgKind::String)]),
                 block("DEL", &[arg("name", ArgKind::String)]),
+                block("PROMOTE", &[arg("name", ArgKind::String)]),
                 word("LIST"),
                 word("HELP"),
             ]),
@@ -447,7 +449,15 @@ pub const CL_POLICY_SET: Docs = Docs {
         arg("name", ArgKind::String),
         arg("limiter", ArgKind::String),
         flag("SHADOW"),
+        keyword("TRIAL", "limiter", ArgKind::String),
     ],
+};
+
+pub const CL_POLICY_PROMOTE: Docs = Docs {
+    summary: "Makes the named policy's trial its limiter (live, as SET), and ends the trial; a write: replicated and saved.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[arg("name", ArgKind::String)],
 };
 
 pub const CL_POLICY_GET: Docs = Docs {
@@ -479,12 +489,13 @@ pub const CL_POLICY_HELP: Docs = Docs {
 };
 
 pub const CL_TOP: Docs = Docs {
-    summary: "The keys refused most often (shadow refusals included), by all limiter commands or by one policy, as [key, count, error, shadow] from a bounded Space-Saving summary; RESET empties it after answering.",
+    summary: "The keys refused most often (shadow refusals included), by all limiter commands, by one policy or by its trial, as [key, count, error, shadow] from a bounded Space-Saving summary; RESET empties it after answering.",
     complexity: "O(N) in the keys answered",
     arity: -1,
     args: &[
         keyword("COUNT", "n", Integer),
         keyword("POLICY", "name", ArgKind::String),
         flag("RESET"),
+        flag("TRIAL"),
     ],
 };

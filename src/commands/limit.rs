@@ -3,10 +3,12 @@
 //! reply and what is written are exactly those of the policy's limiter
 //! given as arguments (`CL.THROTTLE`, `SW.ALLOW` or `FW.INCR`) at that
 //! instant; the call is counted for the policy and a refusal recorded for
-//! `CL.TOP`.
+//! `CL.TOP`. A policy's trial then runs on its own key at the same
+//! instant (see `trial`), which changes nothing of the call's.
 
-use super::{enforce, unit, Watch};
+use super::{enforce, enforce_at, trial, unit, Watch};
 use crate::args::Args;
+use crate::clock;
 use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::policy;
@@ -19,11 +21,26 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(3)?;
     let options = args.options(3, OPTIONS)?;
     let name = args.word(2);
-    let (limiter, shadow) = policy::registry().lookup(name)?;
+    let found = policy::registry().lookup(name)?;
     let watch = Watch {
-        shadow: shadow || options.has(2),
+        shadow: found.shadow || options.has(2),
         policy: Some(name),
     };
     let quantity = options.quantity.unwrap_or(1);
-    enforce(ctx, args, limiter, quantity, unit(&options, 1), watch)
+    let Some(t) = found.trial else {
+        return enforce(ctx, args, found.limiter, quantity, unit(&options, 1), watch);
+    };
+    let now = clock::now_nanos();
+    let reply = enforce_at(
+        ctx,
+        args,
+        found.limiter,
+        quantity,
+        unit(&options, 1),
+        watch,
+        now,
+    )?;
+    let key = args.word(1);
+    trial::run(ctx, name, key, &t, now, quantity, &|n| n == key);
+    Ok(reply)
 }

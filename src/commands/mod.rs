@@ -13,6 +13,7 @@ mod sliding;
 mod throttle;
 mod throttle_all;
 mod top;
+mod trial;
 
 use crate::args::Args;
 use crate::clock;
@@ -136,8 +137,30 @@ fn enforce(
     unit: Unit,
     watch: Watch,
 ) -> Result<Reply, CmdError> {
+    enforce_at(
+        ctx,
+        args,
+        limiter,
+        quantity,
+        unit,
+        watch,
+        clock::now_nanos(),
+    )
+}
+
+/// [`enforce`] at the instant `now` (read once by the caller, which decides
+/// something else at the same instant).
+fn enforce_at(
+    ctx: &Context,
+    args: &Args,
+    limiter: Limiter,
+    quantity: i64,
+    unit: Unit,
+    watch: Watch,
+    now: i64,
+) -> Result<Reply, CmdError> {
     let mut key = open_key(ctx, args, Access::Write)?;
-    let decided = match limiter.decide(&mut key, clock::now_nanos(), quantity) {
+    let decided = match limiter.decide(&mut key, now, quantity) {
         Ok(decided) => decided,
         Err(e) => {
             if watch.policy.is_some() {
@@ -514,6 +537,11 @@ pub const POLICY_SUBCOMMANDS: &[Subcommand] = &[
         name: "del",
         flags: "write admin",
         docs: &docs::CL_POLICY_DEL,
+    },
+    Subcommand {
+        name: "promote",
+        flags: "write deny-oom admin",
+        docs: &docs::CL_POLICY_PROMOTE,
     },
     Subcommand {
         name: "get",

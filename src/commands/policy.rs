@@ -14,7 +14,7 @@ use crate::acl;
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
-use crate::limiter::{self, Limiter};
+use crate::limiter;
 use crate::policy::{self, ZONEINFO};
 use cell_core::options::Opt;
 use cell_core::policy::{valid_name, Saved};
@@ -24,7 +24,7 @@ pub fn policy(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(2)?;
     let sub = args.word(1);
     let is = |name: &[u8]| sub.eq_ignore_ascii_case(name);
-    let known = ["SET", "GET", "DEL", "LIST", "HELP"]
+    let known = ["SET", "GET", "DEL", "PROMOTE", "LIST", "HELP"]
         .into_iter()
         .find(|n| is(n.as_bytes()));
     match known {
@@ -47,6 +47,9 @@ pub fn policy(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     } else if is(b"DEL") {
         arity("cl.policy|del", 3, 3)?;
         del(ctx, args.word(2))
+    } else if is(b"PROMOTE") {
+        arity("cl.policy|promote", 3, 3)?;
+        promote(ctx, args.word(2))
     } else if is(b"LIST") {
         arity("cl.policy|list", 2, 2)?;
         let names = policy::registry()
@@ -69,12 +72,14 @@ pub fn policy(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 
 const HELP: &[&str] = &[
     "CL.POLICY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "SET <name> <limiter> [SHADOW]",
+    "SET <name> <limiter> [SHADOW] [TRIAL <limiter>]",
     "    Create or replace a policy; <limiter> as in CL.THROTTLEALL.",
     "GET <name>",
     "    The policy's limiter, shadow flag and counters.",
     "DEL <name>",
     "    Remove a policy.",
+    "PROMOTE <name>",
+    "    Make the policy's trial its limiter.",
     "LIST",
     "    The names of all policies.",
     "HELP",
@@ -117,14 +122,35 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         policy::made_from(name, kept, zone)
     } else {
         let kind = limiter::kind_of(args.word(3)).ok_or(error::UNKNOWN_LIMITER)?;
-        limiter::read(
+        let is_trial = |w: &[u8]| w.eq_ignore_ascii_case(b"TRIAL");
+        let read = limiter::read(
             &words,
             kind,
             4,
             SHADOW,
-            &|_| false,
+            &is_trial,
             error::POLICY_LIMITER_WORDS,
         )?;
+        // `TRIAL limiter`: the rest of the words, a limiter of the same kind.
+        if words(read.next).is_some() {
+            let at = read.next + 1;
+            let word = words(at).ok_or(error::POLICY_LIMITER_WORDS)?;
+            let kind = limiter::kind_of(word).ok_or(error::UNKNOWN_LIMITER)?;
+            let t = limiter::read(
+                &words,
+                kind,
+                at + 1,
+                &[],
+                &|_| false,
+                error::POLICY_LIMITER_WORDS,
+            )?;
+            if t.next != len {
+                return Err(error::POLICY_LIMITER_WORDS);
+            }
+            if limiter::family(&t.limiter) != limiter::family(&read.limiter) {
+                return Err(error::TRIAL_KIND);
+            }
+        }
         if kept.len() > cell_core::policy::MAX_WORDS
             || kept.iter().any(|w| w.len() > cell_core::policy::MAX_WORD)
         {
@@ -138,7 +164,7 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         registry.policy(name).and_then(|p| p.limiter.as_ref()),
         made.limiter.as_ref(),
     ) {
-        if family(old) != family(new) && !from_master {
+        if limiter::family(old) != limiter::family(new) && !from_master {
             return Err(error::POLICY_KIND_CHANGE);
         }
     }
@@ -148,7 +174,9 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         words: made.words.clone(),
         zone: made.zone.clone(),
     };
+    let trial = made.trial.clone();
     registry.set(name, made, shadow)?;
+    registry.set_trial(name, trial);
     drop(registry);
     if from_master || saved.zone.is_none() {
         ctx.replicate_verbatim();
@@ -168,15 +196,36 @@ fn from_master(ctx: &Context) -> bool {
     flags & (raw::REDISMODULE_CTX_FLAGS_REPLICATED | raw::REDISMODULE_CTX_FLAGS_LOADING) != 0
 }
 
-/// What a key of a limiter holds: a policy keeps it across `SET`, so that
-/// its keys stay readable.
-fn family(l: &Limiter) -> u8 {
-    match l {
-        Limiter::Gcra(_) => 0,
-        Limiter::Exact(_) => 1,
-        Limiter::Approx(_) => 2,
-        Limiter::Fixed(_) => 3,
+/// `PROMOTE name`: the trial becomes the policy's limiter, applied live
+/// as `SET` applies a new one (the policy keeps its shadow flag, counters
+/// and summary; the trial, its counters and its keys' use end). Replicated
+/// as the `SET` it amounts to, with the zone's rules if it names a zone.
+fn promote(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {
+    if !from_master(ctx) {
+        refuse_unless_writable(ctx, true)?;
     }
+    let registry = policy::registry();
+    let p = registry
+        .policy(name)
+        .ok_or_else(|| error::unknown_policy(name))?;
+    let (Some(_), (_, Some(words))) = (p.trial.as_ref(), policy::split_trial(&p.words)) else {
+        return Err(error::no_trial(name));
+    };
+    let (words, shadow) = (words.to_vec(), p.shadow);
+    drop(registry);
+    let made = policy::made_here(words)?;
+    let saved = Saved {
+        name: name.to_vec(),
+        shadow,
+        words: made.words.clone(),
+        zone: made.zone.clone(),
+    };
+    let mut registry = policy::registry();
+    registry.set(name, made, shadow)?;
+    registry.set_trial(name, None);
+    drop(registry);
+    policy::replicate_set(ctx.ctx, &saved);
+    Ok(Reply::Ok)
 }
 
 fn get(name: &[u8]) -> Result<Reply, CmdError> {
@@ -184,7 +233,8 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
     let p = registry
         .policy(name)
         .ok_or_else(|| error::unknown_policy(name))?;
-    let text = p.words.join(&b' ');
+    let (own, trial_words) = policy::split_trial(&p.words);
+    let text = own.join(&b' ');
     let c = p.counters;
     let field = |n: &str| Value::Bytes(n.as_bytes().to_vec());
     let int = |n: u64| Value::Int(i64::try_from(n).unwrap_or(i64::MAX));
@@ -204,6 +254,21 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
         field("errors"),
         int(c.errors),
     ];
+    if let (Some(t), Some(words)) = (p.trial.as_ref(), trial_words) {
+        let c = t.counters;
+        reply.extend([
+            field("trial"),
+            Value::Bytes(words.join(&b' ')),
+            field("trial_calls"),
+            int(c.calls),
+            field("trial_allowed"),
+            int(c.allowed),
+            field("trial_refused"),
+            int(c.shadow_refused),
+            field("trial_errors"),
+            int(c.errors),
+        ]);
+    }
     // A policy this server keeps but cannot use says why.
     if let Err(e) = registry.lookup(name) {
         reply.push(field("unusable"));

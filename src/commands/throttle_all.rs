@@ -7,21 +7,30 @@
 //! options come in any order after its parameters; the call's own after
 //! the last limiter's, mixed with that limiter's.
 //!
-//! Every limiter decides at the same instant exactly as its own command
-//! would for quantity `q` on its key. Only if all of them allow is every
-//! key written, as its own command would write it; otherwise nothing is
-//! (but for what a single command also writes when refused). The reply is
-//! the binding limiter's five integers and its 1-based index.
+//! Every limiter that enforces decides at the same instant exactly as its
+//! own command would for quantity `q` on its key. Only if all of them
+//! allow is every such key written, as its own command would write it;
+//! otherwise none is (but for what a single command also writes when
+//! refused). The reply is the binding enforcing limiter's five integers
+//! and its 1-based position in the call.
 //!
-//! A refusal by a limiter in shadow mode (the call's `SHADOW`, or a policy
-//! set with `SHADOW`) writes what the refusal writes but does not bind:
-//! when only such limiters refused, the reply says allowed.
+//! A limiter in shadow mode (one from a policy set with `SHADOW`) and a
+//! policy's trial never change what the enforcing limiters decide, write,
+//! count or answer: each decides apart, as if it were enforced alone in a
+//! call of its own at the same instant with the same quantity, writes what
+//! that call would write, and counts (and records for `CL.TOP`) a refusal
+//! as a shadow one. A call with no enforcing limiter answers its shadow
+//! limiters' binding one, a refusal answered as allowed. The call's
+//! `SHADOW` leaves every decision and write as without it, and answers a
+//! refusal as allowed.
 
+use super::trial;
 use crate::args::Args;
 use crate::clock;
 use crate::error::{self, CmdError};
+use crate::few::Few;
 use crate::handler::Reply;
-use crate::limiter::{self, Limiter};
+use crate::limiter::{self, Decided, Limiter};
 use crate::policy::{self, Refusal};
 use crate::store::{Access, Key};
 use cell_core::options::{self, Opt};
@@ -36,83 +45,130 @@ pub fn throttle_all(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     }
     // The shortest call: `CL.THROTTLEALL 1 key POLICY name`.
     args.require(5)?;
-    let call = parse(args)?;
+    // Parsed in place: the call is large, and moving it costs.
+    let mut call = Call {
+        limiters: Few::new(),
+        quantity: 1,
+        unit: Unit::Seconds,
+        shadow: false,
+        trials: false,
+    };
+    parse(args, &mut call)?;
     // One instant for all; every state is read (and every type checked)
     // before anything is written.
     let now = clock::now_nanos();
-    let mut keys = Vec::with_capacity(call.limiters.len());
+    let mut keys: Slots = Few::new();
     for (i, limiter) in call.limiters.iter().enumerate() {
         let name = args.raw(2 + i).ok_or(CmdError::WrongArity)?;
         let mut key = Key::open(ctx, name, Access::Write);
-        let decided = match limiter.limiter.decide(&mut key, now, call.quantity) {
-            Ok(decided) => decided,
-            Err(e) => {
-                count_error(&call);
-                return Err(e);
-            }
-        };
+        let decided = limiter.limiter.decide(&mut key, now, call.quantity);
+        // A shadow limiter's error is its own; an enforcing one's fails the
+        // call before anything is written.
+        if let (Err(e), false) = (&decided, limiter.shadow) {
+            count_error(&call);
+            return Err(*e);
+        }
         keys.push((key, decided));
     }
-    let (b, verdict) = binding_of(keys.iter().map(|(_, d)| d.verdict)).ok_or(error::INTERNAL)?;
-    for (key, decided) in keys.iter_mut() {
-        decided.apply(key, !verdict.limited)?;
-    }
-    // A refusal binds only when it comes from a limiter that enforces;
-    // what is written is what enforcing writes either way.
-    let enforced = |i: usize, v: &Verdict| {
-        let shadow = call.shadow || call.limiters.get(i).is_some_and(|l| l.shadow);
-        if v.limited && shadow {
-            Verdict {
-                limited: false,
-                retry_after: None,
-                ..*v
-            }
-        } else {
-            *v
-        }
+    let decided = || {
+        call.limiters
+            .iter()
+            .zip(keys.iter())
+            .enumerate()
+            .filter_map(|(i, (l, (_, d)))| Some((i, l.shadow, d.as_ref().ok()?.verdict)))
     };
-    let answered = keys
-        .iter()
-        .enumerate()
-        .map(|(i, (_, d))| enforced(i, &d.verdict));
-    let (b_shown, shown) = binding_of(answered).ok_or(error::INTERNAL)?;
-    {
-        let mut registry = policy::registry();
-        for (i, (limiter, (_, decided))) in call.limiters.iter().zip(&keys).enumerate() {
-            let shadow = call.shadow || limiter.shadow;
-            let refused = decided.verdict.limited;
-            let outcome = match (refused, shadow) {
-                (false, _) => Outcome::Allowed,
-                (true, false) => Outcome::Refused,
-                (true, true) => Outcome::ShadowRefused,
+    let enforcing = || decided().filter(|(_, shadow, _)| !shadow);
+    let binding = match binding_of(enforcing().map(|(_, _, v)| v)) {
+        Some((b, v)) => Some((enforcing().nth(b).map_or(0, |(i, _, _)| i), v, false)),
+        None => binding_of(decided().map(|(_, _, v)| v))
+            .map(|(b, v)| (decided().nth(b).map_or(0, |(i, _, _)| i), v, true)),
+    };
+    // Every limiter is a shadow one, and each failed: the first error.
+    let Some((b, verdict, all_shadow)) = binding else {
+        count_error(&call);
+        let first = keys.iter().find_map(|(_, d)| d.as_ref().err().copied());
+        return Err(first.unwrap_or(error::INTERNAL));
+    };
+    let goes_ahead = all_shadow || !verdict.limited;
+    for (limiter, (key, decided)) in call.limiters.iter().zip(keys.iter_mut()) {
+        if let Ok(d) = decided {
+            let goes = if limiter.shadow {
+                !d.verdict.limited
+            } else {
+                goes_ahead
             };
-            let refusal = refused.then(|| Refusal {
-                key: args.word(2 + i),
-                shadow,
-            });
-            if limiter.policy.is_some() || refusal.is_some() {
-                registry.record(limiter.policy, outcome, refusal);
+            d.apply(key, goes)?;
+        }
+    }
+    record(args, &call, &keys);
+    drop(keys);
+    if call.trials {
+        let n = call.limiters.len();
+        let taken = |name: &[u8]| (0..n).any(|i| args.word(2 + i) == name);
+        for (i, limiter) in call.limiters.iter().enumerate() {
+            if let (Some(t), Some(p)) = (&limiter.trial, limiter.policy) {
+                trial::run(ctx, p, args.word(2 + i), t, now, call.quantity, &taken);
             }
         }
     }
-    Ok(if verdict.limited && !shown.limited {
-        Reply::Shadowed(shown, Some(b_shown + 1), call.unit)
-    } else if verdict.limited {
-        Reply::Binding(shown, b_shown + 1, call.unit)
+    let shown = Verdict {
+        limited: false,
+        retry_after: None,
+        ..verdict
+    };
+    Ok(if verdict.limited && (all_shadow || call.shadow) {
+        Reply::Shadowed(shown, Some(b + 1), call.unit)
     } else {
         Reply::Binding(verdict, b + 1, call.unit)
     })
 }
 
+/// Counts each policy's decision and records each refusal for `CL.TOP`:
+/// an enforcing limiter's as refused (shadow with the call's `SHADOW`), a
+/// shadow one's as a shadow refusal.
+fn record(args: &Args, call: &Call, keys: &Slots) {
+    let needed = call
+        .limiters
+        .iter()
+        .zip(keys.iter())
+        .any(|(l, (_, d))| l.policy.is_some() || d.as_ref().is_ok_and(|d| d.verdict.limited));
+    if !needed {
+        return;
+    }
+    let mut registry = policy::registry();
+    for (i, (limiter, (_, decided))) in call.limiters.iter().zip(keys.iter()).enumerate() {
+        let shadow = call.shadow || limiter.shadow;
+        let (outcome, refused) = match decided {
+            Err(_) => (Outcome::Error, false),
+            Ok(d) if !d.verdict.limited => (Outcome::Allowed, false),
+            Ok(_) if shadow => (Outcome::ShadowRefused, true),
+            Ok(_) => (Outcome::Refused, true),
+        };
+        let refusal = refused.then(|| Refusal {
+            key: args.word(2 + i),
+            shadow,
+        });
+        if limiter.policy.is_some() || refusal.is_some() {
+            registry.record(limiter.policy, outcome, refusal);
+        }
+    }
+}
+
 /// Counts an error against every policy of the call.
 fn count_error(call: &Call) {
     let mut registry = policy::registry();
-    for l in &call.limiters {
+    for l in call.limiters.iter() {
         if l.policy.is_some() {
             registry.record(l.policy, Outcome::Error, None);
         }
     }
 }
+
+/// Limiters kept without a heap allocation: real calls combine a few.
+const INLINE: usize = 4;
+
+/// Each limiter's key and what it decided, in the call's order.
+type Slots = Few<(Key, Result<Decided, CmdError>), INLINE>;
 
 /// The most limiters one call takes. The call is linear in them (about
 /// 3 µs each on Redis 7.0 here, more once the keys outgrow the caches) and
@@ -122,11 +178,13 @@ const MAX_KEYS: i64 = 100;
 
 /// A parsed call.
 struct Call<'a> {
-    limiters: Vec<Named<'a>>,
+    limiters: Few<Named<'a>, INLINE>,
     quantity: i64,
     unit: Unit,
     /// `SHADOW`: the call never refuses.
     shadow: bool,
+    /// Some policy of the call has a trial.
+    trials: bool,
 }
 
 /// A limiter of the call, and the policy it came from.
@@ -135,6 +193,8 @@ struct Named<'a> {
     policy: Option<&'a [u8]>,
     /// The policy is in shadow mode.
     shadow: bool,
+    /// The policy's trial.
+    trial: Option<Box<Limiter>>,
 }
 
 /// The number of keys, when `numkeys` is a positive integer and that many
@@ -151,28 +211,158 @@ fn numkeys(args: &Args) -> Result<usize, CmdError> {
     Ok(n)
 }
 
-fn parse<'a>(args: &Args<'a>) -> Result<Call<'a>, CmdError> {
+fn parse<'a>(args: &Args<'a>, call: &mut Call<'a>) -> Result<(), CmdError> {
     let n = numkeys(args)?;
-    // A set, not pairwise comparison: any client may send tens of
-    // thousands of keys, and the check must stay linear.
-    let mut seen = std::collections::HashSet::with_capacity(n);
-    if !(0..n).all(|i| seen.insert(args.word(2 + i))) {
+    if named_twice(args, n) {
         return Err(error::KEY_TWICE);
     }
-    let mut call = Call {
-        limiters: Vec::with_capacity(n),
-        quantity: 1,
-        unit: Unit::Seconds,
-        shadow: false,
-    };
+    if parsed::reuse(args, n, call) {
+        return Ok(());
+    }
     let mut at = 2 + n;
     for i in 0..n {
-        at = parse_limiter(args, at, i + 1 == n, &mut call)?;
+        at = parse_limiter(args, at, i + 1 == n, call)?;
     }
     if args.bytes(at).is_some() {
         return Err(error::LIMITER_COUNT);
     }
-    Ok(call)
+    parsed::keep(args, n, call);
+    Ok(())
+}
+
+/// The calls parsed last, kept by their words: a client sends the same
+/// limiters with every request, and reading them again (numbers,
+/// durations, options) costs more than comparing the words. Only calls
+/// whose every limiter is given as arguments are kept (a policy is looked
+/// up at each call, as it may change), and none with `TZ` (a named zone's
+/// rules are looked up again after a while, `crate::zones`). Per thread,
+/// as the server runs commands on one.
+mod parsed {
+    use super::{Call, Named};
+    use crate::args::Args;
+    use crate::limiter::Limiter;
+    use cell_core::reply::Unit;
+    use std::cell::RefCell;
+
+    /// Calls kept, the oldest replaced first.
+    const ENTRIES: usize = 4;
+    /// Words of a call longer than this are not kept.
+    const MAX_BYTES: usize = 512;
+
+    struct Entry {
+        n: usize,
+        /// The words after the keys, each preceded by its length.
+        words: Vec<u8>,
+        limiters: Vec<Limiter>,
+        quantity: i64,
+        unit: Unit,
+        shadow: bool,
+    }
+
+    struct Kept {
+        entries: Vec<Entry>,
+        next: usize,
+    }
+
+    thread_local! {
+        static KEPT: RefCell<Kept> = const {
+            RefCell::new(Kept {
+                entries: Vec::new(),
+                next: 0,
+            })
+        };
+    }
+
+    /// Whether the words from `from` on are `entry`'s.
+    fn same(entry: &Entry, args: &Args, from: usize) -> bool {
+        let mut rest = entry.words.as_slice();
+        for i in from..args.len() {
+            let word = args.word(i);
+            let Some((&len, tail)) = rest.split_first() else {
+                return false;
+            };
+            if usize::from(len) != word.len() || tail.get(..word.len()) != Some(word) {
+                return false;
+            }
+            rest = tail.get(word.len()..).unwrap_or_default();
+        }
+        rest.is_empty()
+    }
+
+    /// Fills `call` from a kept call with these words, if there is one.
+    pub fn reuse(args: &Args, n: usize, call: &mut Call) -> bool {
+        KEPT.with(|kept| {
+            let kept = kept.borrow();
+            let Some(e) = kept
+                .entries
+                .iter()
+                .find(|e| e.n == n && same(e, args, 2 + n))
+            else {
+                return false;
+            };
+            for limiter in &e.limiters {
+                call.limiters.push(Named {
+                    limiter: limiter.clone(),
+                    policy: None,
+                    shadow: false,
+                    trial: None,
+                });
+            }
+            call.quantity = e.quantity;
+            call.unit = e.unit;
+            call.shadow = e.shadow;
+            true
+        })
+    }
+
+    /// Keeps a call just parsed, if it may be.
+    pub fn keep(args: &Args, n: usize, call: &Call) {
+        if call.limiters.iter().any(|l| l.policy.is_some()) {
+            return;
+        }
+        let mut words = Vec::new();
+        for i in 2 + n..args.len() {
+            let word = args.word(i);
+            if word.eq_ignore_ascii_case(b"TZ") || word.len() > usize::from(u8::MAX) {
+                return;
+            }
+            words.push(word.len() as u8);
+            words.extend_from_slice(word);
+            if words.len() > MAX_BYTES {
+                return;
+            }
+        }
+        let entry = Entry {
+            n,
+            words,
+            limiters: call.limiters.iter().map(|l| l.limiter.clone()).collect(),
+            quantity: call.quantity,
+            unit: call.unit,
+            shadow: call.shadow,
+        };
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            let at = kept.next;
+            kept.next = (at + 1) % ENTRIES;
+            match kept.entries.get_mut(at) {
+                Some(slot) => *slot = entry,
+                None => kept.entries.push(entry),
+            }
+        });
+    }
+}
+
+/// Whether one of the `n` keys is named twice: pairwise for a few (no
+/// allocation, no hashing), by a set for more (any client may send a
+/// hundred keys, and the check must stay linear).
+fn named_twice(args: &Args, n: usize) -> bool {
+    const PAIRWISE: usize = 8;
+    let key = |i: usize| args.word(2 + i);
+    if n <= PAIRWISE {
+        return (1..n).any(|i| (0..i).any(|j| key(j) == key(i)));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    !(0..n).all(|i| seen.insert(key(i)))
 }
 
 /// `POLICY name`, in place of a limiter.
@@ -217,11 +407,13 @@ fn parse_limiter<'a>(
     let (named, options, own, next) = if is_policy(word) {
         let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
         let (options, next) = options::read(extra, words, at + 2, stop)?;
-        let (limiter, shadow) = policy::registry().lookup(name)?;
+        let found = policy::registry().lookup(name)?;
+        call.trials |= found.trial.is_some();
         let named = Named {
-            limiter,
+            limiter: found.limiter,
             policy: Some(name),
-            shadow,
+            shadow: found.shadow,
+            trial: found.trial.map(Box::new),
         };
         (named, options, 0, next)
     } else {
@@ -237,6 +429,7 @@ fn parse_limiter<'a>(
             limiter: read.limiter,
             policy: None,
             shadow: false,
+            trial: None,
         };
         (named, read.options, read.own, read.next)
     };

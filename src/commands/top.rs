@@ -1,5 +1,6 @@
-//! `CL.TOP [COUNT n] [POLICY name] [RESET]` (options in any order): the
-//! keys refused most often, by every limiter command or by one policy,
+//! `CL.TOP [COUNT n] [POLICY name [TRIAL]] [RESET]` (options in any
+//! order): the keys refused most often, by every limiter command, by one
+//! policy, or (`TRIAL`) the keys that policy's trial would have refused,
 //! from a Space-Saving summary (`cell_core::top`). Each is answered as
 //! `[key, count, error, shadow]`: at most `count` and at least
 //! `count - error` refusals, of which `shadow` (counted since the key was
@@ -18,6 +19,7 @@ const OPTIONS: &[Opt] = &[
     Opt::Keyword("COUNT"),
     Opt::Keyword("POLICY"),
     Opt::Flag("RESET"),
+    Opt::Flag("TRIAL"),
 ];
 
 /// Keys answered without `COUNT`.
@@ -34,7 +36,11 @@ pub fn top(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
             n => usize::try_from(n).unwrap_or(usize::MAX),
         },
     };
-    let offenders = policy::registry().top(count, options.value(1), options.has(2))?;
+    let offenders = match (options.has(3), options.value(1)) {
+        (false, policy) => policy::registry().top(count, policy, options.has(2))?,
+        (true, Some(name)) => policy::registry().trial_top(count, name, options.has(2))?,
+        (true, None) => return Err(error::TRIAL_WITHOUT_POLICY),
+    };
     let rows = offenders
         .into_iter()
         .map(|o| {
