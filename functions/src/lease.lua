@@ -7,19 +7,34 @@ local lease = {}
 local CCL = '\0CCL'
 local HEAD = 20
 local MAX_ID = 1024
+-- The most leases a key holds: every call reads and rewrites the whole
+-- string, which at this size stays within about a millisecond. A key
+-- holds at most its limit (a lease beyond it is refused, an id renews its
+-- own), so limits above this are refused (E.BIG_LEASES) and the string
+-- never holds more entries (it drops the expired ones on every write).
+lease.MAX = 1000
+lease.MAX_BYTES = HEAD + lease.MAX * (11 + MAX_ID)
+
+-- Whether the start of a string is leases' (for a string read in part).
+function lease.is_head(v)
+  return ssub(v, 1, 4) == CCL
+end
 
 -- Scans the leases of `v` (nil: none) at `now` for `id` (nil: none):
 -- live count, whether `id` holds a live lease, the first and last live
 -- expiries (pairs), the id generator's state, and the last live expiry of
--- the other ids. nil if `v` is not one.
+-- the other ids. nil if `v` is not one; false if it holds more entries
+-- than lease.MAX (read no further).
 function lease.scan(v, now_s, now_n, id)
   if not v then return 0, false, nil, nil, nil, nil, 0, 0 end
   if ssub(v, 1, 4) ~= CCL or #v < HEAD then return nil end
   local last_us, seq = sunpack('>dd', v, 5)
-  local held, holds = 0, false
+  local held, holds, entries = 0, false, 0
   local fs, fn, ls, ln, os_, on
   local pos, len = HEAD + 1, #v
   while pos <= len do
+    entries = entries + 1
+    if entries > lease.MAX then return false end
     -- A damaged string is not leases: never read past its end.
     if pos + 10 > len then return nil end
     local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
@@ -37,12 +52,14 @@ function lease.scan(v, now_s, now_n, id)
   return held, holds, fs, fn, ls, ln, last_us, seq, os_, on
 end
 
--- Acquire (Leases::acquire): 'hold' or 'refused', the verdict, and the
--- lease's expiry (a pair); or nil and the error.
-function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
+-- Acquire (Leases::acquire) on the leases `v` as lease.scan found them
+-- (`s`: held, holds, the first and last live expiries and the other ids'
+-- last): 'hold' or 'refused', the verdict, and the lease's expiry (a
+-- pair); or nil and the error.
+function lease.acquire(limit, v, s, now_s, now_n, ls_, ln_)
   local xs, xn = padd(now_s, now_n, ls_, ln_)
   if over_i64(xs, xn) then return nil, E.OVERFLOW end
-  local held, holds, _, _, _, _, _, _, los, lon = lease.scan(v, now_s, now_n, id)
+  local held, holds, los, lon = s.held, s.holds, s.os, s.on
   if held < limit or holds then
     local after = holds and held or held + 1
     -- A renewed lease's old expiry is replaced, not kept.
@@ -53,33 +70,37 @@ function lease.acquire(limit, v, now_s, now_n, ls_, ln_, id)
     if rem < 0 then rem = 0 end
     return 'hold', verdict(false, limit, rem, nil, nil, ts, tn), xs, xn
   end
-  return 'refused', lease.decision(limit, v, now_s, now_n, 1)
+  return 'refused', lease.decision(limit, v, s, now_s, now_n, 1)
+end
+
+-- The held + quantity - limit earliest live expiry: the first (lease.scan
+-- found it) when that is 1, as it is unless the limit was lowered.
+local function earliest(v, s, now_s, now_n, excess)
+  if excess == 1 then return s.fs, s.fn end
+  local expiries = {}
+  local pos, len = HEAD + 1, #v
+  while pos <= len do
+    local es, en, idlen, nxt = sunpack('>I5I4I2', v, pos)
+    if plt(now_s, now_n, es, en) then expiries[#expiries + 1] = { es, en } end
+    pos = nxt + idlen
+  end
+  table.sort(expiries, function(a, b) return plt(a[1], a[2], b[1], b[2]) end)
+  return expiries[excess][1], expiries[excess][2]
 end
 
 -- The verdict for a request of `quantity` (Leases::decision: 0 for a
--- peek, 1 for a new lease): limited when held + quantity > limit or the
--- limit is 0, waiting until the held + quantity - limit earliest leases
--- have expired (never, with limit 0).
-function lease.decision(limit, v, now_s, now_n, quantity)
-  local expiries, ls, ln = {}, nil, nil
-  if v then
-    local pos, len = HEAD + 1, #v
-    while pos <= len do
-      local s, n, idlen, nxt = sunpack('>I5I4I2', v, pos)
-      if plt(now_s, now_n, s, n) then
-        expiries[#expiries + 1] = { s, n }
-        if not ls or plt(ls, ln, s, n) then ls, ln = s, n end
-      end
-      pos = nxt + idlen
-    end
-  end
-  local held = #expiries
+-- peek, 1 for a new lease) on the leases `v` as lease.scan found them
+-- (`s`): limited when held + quantity > limit or the limit is 0, waiting
+-- until the held + quantity - limit earliest leases have expired (never,
+-- with limit 0).
+function lease.decision(limit, v, s, now_s, now_n, quantity)
+  local held, ls, ln = s.held, s.ls, s.ln
   local excess = held + quantity - limit
   local limited = limit <= 0 or excess > 0
   local rs, rn
   if limit > 0 and excess > 0 and excess <= held then
-    table.sort(expiries, function(a, b) return plt(a[1], a[2], b[1], b[2]) end)
-    rs, rn = psub(expiries[excess][1], expiries[excess][2], now_s, now_n)
+    rs, rn = earliest(v, s, now_s, now_n, excess)
+    rs, rn = psub(rs, rn, now_s, now_n)
   end
   local ts, tn = 0, 0
   if ls then ts, tn = psub(ls, ln, now_s, now_n) end
