@@ -21,6 +21,7 @@ are printed (this machine is shared: the worst includes the host's pauses).
 
     python3 bench/twin_worst.py                          # Redis 7.0, N = 1k, 10k, 100k, 1M
     python3 bench/twin_worst.py --server valkey-9.1 --sizes 1000 10000
+    python3 bench/twin_worst.py --functions /tmp/old   # another build of the library
 
 Needs redis-py (scripts/deps installs it in target/deps/python).
 """
@@ -45,7 +46,7 @@ HOUR_NS = 3_600 * 10**9
 
 
 class Server:
-    def __init__(self, binary: str):
+    def __init__(self, binary: str, library: Path):
         self.dir = tempfile.TemporaryDirectory(prefix="redis-cell-twin-worst-")
         self.port = free_port()
         command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
@@ -67,10 +68,10 @@ class Server:
         self.r.config_set("slowlog-max-len", 1024)
         if int(self.version.split(".")[0]) >= 7:
             self.r.execute_command("FUNCTION", "LOAD", "REPLACE",
-                                   (ROOT / "functions" / "redis_cell.lua").read_bytes())
+                                   (library / "redis_cell.lua").read_bytes())
             self.sha = None
         else:
-            self.sha = self.r.script_load((ROOT / "functions" / "redis_cell_eval.lua").read_bytes())
+            self.sha = self.r.script_load((library / "redis_cell_eval.lua").read_bytes())
 
     def call(self, name, key, *args):
         if self.sha is None:
@@ -163,8 +164,10 @@ def main():
     p.add_argument("--server", default="redis-7.0", help="a server of scripts/servers, or a path")
     p.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--functions", type=Path, default=ROOT / "functions",
+                   help="the folder of redis_cell.lua and redis_cell_eval.lua (e.g. an older build)")
     args = p.parse_args()
-    srv = Server(resolve_server(args.server))
+    srv = Server(resolve_server(args.server), args.functions)
     try:
         rows = {n: measure(srv, n, args.rounds) for n in args.sizes}
     finally:
