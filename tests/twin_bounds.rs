@@ -22,19 +22,21 @@ use std::time::Duration;
 use support::*;
 use twin::*;
 
-/// sliding.MAX_LOG and lease.MAX in functions/src, and the longest
-/// strings they allow (a log: 11 bytes and 16 a request; leases: 20 bytes
-/// and 11 a lease beside its id of at most 1,024).
+/// sliding.MAX_LOG, lease.MAX and lease.MAX_ID in functions/src, and the
+/// longest strings they allow (a log: 11 bytes and 16 a request; leases:
+/// 20 bytes and 11 a lease beside its id).
 const LOG_MAX: usize = 10_000;
 const LOG_MAX_BYTES: usize = 11 + LOG_MAX * 16;
 const LEASES_MAX: usize = 1_000;
-const LEASES_MAX_BYTES: usize = 20 + LEASES_MAX * (11 + 1024);
+const ID_MAX: usize = 128;
+const LEASES_MAX_BYTES: usize = 20 + LEASES_MAX * (11 + ID_MAX);
 
 const BIG_LOG: &str = "ERR limit out of the functions' range: an exact window logs at most 10000 requests (use APPROX, or the module)";
 const BIG_LEASES: &str =
     "ERR limit out of the functions' range: at most 1000 leases per key (use the module)";
 const LOG_TOO_BIG: &str = "ERR key holds an exact window of more than 10000 requests, more than the functions serve: delete the key or let it expire";
-const TOO_MANY_LEASES: &str = "ERR key holds more than 1000 leases, more than the functions serve: delete the key or let the leases expire";
+const TOO_MANY_LEASES: &str = "ERR key holds more leases than the functions serve (1000, with ids of at most 128 bytes): delete the key or let the leases expire";
+const LONG_ID: &str = "ERR invalid ID: the functions take at most 128 bytes (the module 1024)";
 const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 const HOUR: i64 = 3_600_000_000_000;
@@ -320,14 +322,18 @@ fn the_largest_lease_string_is_served_moving_at_most_its_size() {
     let (s, mut c, t) = plain_server();
     let c = &mut c;
     // 999 leases with the longest ids; the 1,000th fills the cap.
-    put(c, "leases", &lease_state(LEASES_MAX - 1, 1024));
+    put(c, "leases", &lease_state(LEASES_MAX - 1, ID_MAX));
     let bound = 3 * LEASES_MAX_BYTES + 64;
     let call = |c: &mut redis::Connection, line: &str, id: &[u8]| {
         let r = bounded(&s, c, &t, "leases", &call_words(line, id), bound);
         ints(r, line)
     };
-    let new_id = lease_id(LEASES_MAX, 1024);
-    let (one, two, three) = (lease_id(7, 1024), lease_id(8, 1024), lease_id(9, 1024));
+    let new_id = lease_id(LEASES_MAX, ID_MAX);
+    let (one, two, three) = (
+        lease_id(7, ID_MAX),
+        lease_id(8, ID_MAX),
+        lease_id(9, ID_MAX),
+    );
     assert_eq!(
         call(c, "cc.acquire leases 1000 1h ID <id>", &new_id)[..3],
         [0, 1000, 0]
@@ -354,8 +360,11 @@ fn the_largest_lease_string_is_served_moving_at_most_its_size() {
 fn limits_above_the_caps_are_refused_word_for_word() {
     let (_s, mut c, t) = plain_server();
     let c = &mut c;
+    let long = "i".repeat(ID_MAX + 1);
+    let with_long = format!("cc.acquire a 5 30 ID {long}");
     let refused = [
         ("cc.acquire a 1001 30", BIG_LEASES),
+        (with_long.as_str(), LONG_ID),
         ("cc.acquire a 1001 30 ID x", BIG_LEASES),
         ("cc.peek a 1001", BIG_LEASES),
         ("sw.allow b 10001 60", BIG_LOG),
@@ -368,8 +377,18 @@ fn limits_above_the_caps_are_refused_word_for_word() {
     }
     let written: i64 = redis::cmd("EXISTS").arg(&["a", "b", "c"]).query(c).unwrap();
     assert_eq!(written, 0, "a refused call wrote");
-    // At the caps, and an APPROX window (a fixed size at any limit).
+    // A longer id holds no lease of the twin: releasing or renewing it
+    // answers 0, as for any id without one.
     for line in [
+        format!("cc.release a {long}"),
+        format!("cc.renew a {long} 30"),
+    ] {
+        assert_eq!(t.call(c, &words(&line)), Ok(Value::Int(0)), "{line}");
+    }
+    // At the caps, and an APPROX window (a fixed size at any limit).
+    let with_longest = format!("cc.acquire e 5 30 ID {}", "i".repeat(ID_MAX));
+    for line in [
+        with_longest.as_str(),
         "cc.acquire a 1000 30",
         "cc.peek a 1000",
         "sw.allow b 10000 60",
@@ -402,9 +421,9 @@ fn states_beyond_the_caps_are_refused_reading_no_more_than_the_largest_accepted(
         }
         assert_eq!(value(c, "log").len(), 11 + n * 16, "a refusal wrote");
     }
-    for n in [LEASES_MAX + 1, 100_000] {
-        put(c, "leases", &lease_state(n, 16));
-        let id = lease_id(7, 16);
+    for (n, id_len) in [(LEASES_MAX + 1, 16), (100_000, 16), (LEASES_MAX, 1024)] {
+        put(c, "leases", &lease_state(n, id_len));
+        let id = lease_id(7, id_len);
         for line in [
             "cc.acquire leases 5 30",
             "cc.acquire leases 5 30 ID <id>",
@@ -413,6 +432,11 @@ fn states_beyond_the_caps_are_refused_reading_no_more_than_the_largest_accepted(
             "cc.peek leases 5",
         ] {
             let w = call_words(line, &id);
+            if line.contains("ID") && id_len > ID_MAX {
+                // Refused for the id before the key is read.
+                assert_eq!(t.call(c, &w), Err(LONG_ID.to_string()), "{line}");
+                continue;
+            }
             let r = bounded(&s, c, &t, "leases", &w, LEASES_MAX_BYTES + 1);
             assert_eq!(r, Err(TOO_MANY_LEASES.to_string()), "{line} on {n}");
         }

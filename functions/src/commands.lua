@@ -234,6 +234,9 @@ commands['cc.acquire'] = { 3, function(key, argv)
   end
   local ok, cerr = check_lease_limit(limit)
   if not ok then return nil, cerr end
+  -- An id enters the key's string only here: CC.RELEASE and CC.RENEW take
+  -- the module's ids (a longer one holds no lease of the functions').
+  if id and #id > lease.MAX_ID then return nil, E.LONG_ID end
   local now_s, now_n, now_ms = store.now()
   local v, s = leases_of(key, now_s, now_n, id)
   if v == nil then return nil, s end
