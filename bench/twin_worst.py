@@ -17,7 +17,9 @@ functions/src/sliding.lua) and times, from SLOWLOG (µs):
 A call the twin refuses (a limit or a state above its caps) shows
 "refused" and the time refusing took. Each call runs
 `--rounds` times on a fresh copy of the state: the median and the worst
-are printed (this machine is shared: the worst includes the host's pauses).
+are printed (this machine is shared: the worst includes the host's pauses),
+and the median CPU time the server's main thread ran meanwhile (Linux
+schedstat), which other processes on the machine do not inflate.
 
     python3 bench/twin_worst.py                          # Redis 7.0, N = 1k, 10k, 100k, 1M
     python3 bench/twin_worst.py --server valkey-9.1 --sizes 1000 10000
@@ -27,6 +29,7 @@ Needs redis-py (scripts/deps installs it in target/deps/python).
 """
 
 import argparse
+import os
 import statistics
 import struct
 import subprocess
@@ -110,17 +113,26 @@ def log_state(n: int, now_ns: int) -> bytes:
     return b"".join(parts)
 
 
+def cpu_ns(pid: int) -> int:
+    """The time the server's main thread has run on a CPU (ns)."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
 def timed(srv, name, key, *args):
-    """One call's server-side time (µs) from SLOWLOG, and its reply."""
+    """One call's server-side time (µs) from SLOWLOG, the CPU time (µs)
+    the server's main thread spent meanwhile, and its reply."""
     srv.r.slowlog_reset()
+    start = cpu_ns(srv.proc.pid)
     try:
         reply = srv.call(name, key, *args)
     except redis.ResponseError as e:
         reply = e
+    cpu = (cpu_ns(srv.proc.pid) - start) // 1000
     for entry in srv.r.slowlog_get(16):
         words = entry["command"].split()
         if words and words[0].lower() in (b"fcall", b"evalsha"):
-            return entry["duration"], reply
+            return entry["duration"], cpu, reply
     raise RuntimeError(f"{name} not in SLOWLOG")
 
 
@@ -134,13 +146,15 @@ def measure(srv, n: int, rounds: int) -> dict:
     log, log_short = log_state(n, now), log_state(n - 1, now)
 
     def worst(label, state, name, *args):
-        times, reply = [], None
+        times, cpus, reply = [], [], None
         for _ in range(rounds):
             r.set("k", state, px=HOUR_NS // 10**6)
-            t, reply = timed(srv, name, "k", *args)
+            t, cpu, reply = timed(srv, name, "k", *args)
             times.append(t)
+            cpus.append(cpu)
         row[label] = (statistics.median(times), max(times),
-                      str(reply) if isinstance(reply, redis.ResponseError) else None)
+                      str(reply) if isinstance(reply, redis.ResponseError) else None,
+                      statistics.median(cpus))
 
     worst("cc_acquire, taken", short, "cc.acquire", n, 3600)
     worst("cc_acquire, refused", full, "cc.acquire", n, 3600)
@@ -181,11 +195,13 @@ def main():
         if t is None:
             return "not measured"
         if t[2] is None:
-            return f"{t[0]:,.0f} ({t[1]:,})"
+            return f"{t[0]:,.0f} ({t[1]:,}) {t[3]:,.0f}"
         # A refusal: its error's first words and what refusing took.
-        return f"refused: {t[0]:,.0f} ({t[1]:,}) `{' '.join(t[2].split()[:4])}...`"
-    print(f"The twin's single calls, server-side µs (SLOWLOG): median (worst) of {args.rounds}, "
-          f"{'FCALL' if srv.sha is None else 'EVALSHA'} on {args.server} {srv.version}\n")
+        return f"refused: {t[0]:,.0f} ({t[1]:,}) {t[3]:,.0f} `{' '.join(t[2].split()[:4])}...`"
+    print(f"The twin's single calls, server-side µs: SLOWLOG median (worst) of {args.rounds}, then the "
+          f"median CPU time of the server's main thread (/proc schedstat) across the call; "
+          f"{'FCALL' if srv.sha is None else 'EVALSHA'} on {args.server} {srv.version}, "
+          f"load average {os.getloadavg()[0]:.1f}\n")
     print("| call | " + " | ".join(f"n = {n:,}" for n in args.sizes) + " |")
     print("|---|" + "---:|" * len(args.sizes))
     for name in next(iter(rows.values())):

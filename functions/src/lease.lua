@@ -78,17 +78,30 @@ end
 
 -- The held + quantity - limit earliest live expiry: the first (lease.scan
 -- found it) when that is 1, as it is unless the limit was lowered.
+-- Otherwise found by sorting plain numbers (a Lua comparator of pairs
+-- made the sort ten times slower): the live leases' seconds, then the
+-- nanoseconds of those in the second where the excess-th falls.
 local function earliest(v, s, now_s, now_n, excess)
   if excess == 1 then return s.fs, s.fn end
-  local expiries = {}
+  local secs = {}
   local pos, len = HEAD + 1, #v
   while pos <= len do
     local es, en, idlen, nxt = sunpack('>I5I4I2', v, pos)
-    if plt(now_s, now_n, es, en) then expiries[#expiries + 1] = { es, en } end
+    if plt(now_s, now_n, es, en) then secs[#secs + 1] = es end
     pos = nxt + idlen
   end
-  table.sort(expiries, function(a, b) return plt(a[1], a[2], b[1], b[2]) end)
-  return expiries[excess][1], expiries[excess][2]
+  table.sort(secs)
+  local sec, first = secs[excess], excess
+  while first > 1 and secs[first - 1] == sec do first = first - 1 end
+  local nanos = {}
+  pos = HEAD + 1
+  while pos <= len do
+    local es, en, idlen, nxt = sunpack('>I5I4I2', v, pos)
+    if es == sec and plt(now_s, now_n, es, en) then nanos[#nanos + 1] = en end
+    pos = nxt + idlen
+  end
+  table.sort(nanos)
+  return sec, nanos[excess - first + 1]
 end
 
 -- The verdict for a request of `quantity` (Leases::decision: 0 for a
