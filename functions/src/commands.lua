@@ -31,13 +31,13 @@ local function cached_limiter(k, parse, ...)
   local err
   lim, err = parse(...)
   if not lim then return nil, err end
-  if limiter.check_limit(limiter.limit_of(lim)) then limiter.remember(key, lim) end
+  if limiter.check_range(lim) then limiter.remember(key, lim) end
   return lim
 end
 
 local function twin_range(lim, known)
   if known then return true end
-  return limiter.check_limit(limiter.limit_of(lim))
+  return limiter.check_range(lim)
 end
 
 local MS = { MS = 'flag' }
@@ -183,15 +183,30 @@ commands['fw.refund'] = { 4, function(key, argv)
   return refund(key, lim, argv[3], o.MS)
 end, 'allow-oom' }
 
--- The twin's leases of `key`: the string (false when absent), or nil and
--- the error.
+-- The twin's leases of `key`: the string (false when absent) and what
+-- lease.scan found in it, or nil and the error.
 local function leases_of(key, now_s, now_n, id)
-  local v, err = store.get(key, true)
+  local v, err, cut = store.get_bounded(key, lease.MAX_BYTES)
   if err then return nil, err end
-  if not v then return false, lease.scan(nil, now_s, now_n, id) end
-  local held, holds, fs, fn, ls, ln, last_us, seq = lease.scan(v, now_s, now_n, id)
+  if cut then
+    -- More leases than the functions serve (an older library took any
+    -- limit): refused, never read whole.
+    if lease.is_head(v) then return nil, E.TOO_MANY_LEASES end
+    return nil, E.WRONG_TYPE
+  end
+  local held, holds, fs, fn, ls, ln, last_us, seq, os_, on = lease.scan(v, now_s, now_n, id)
+  if held == false then return nil, E.TOO_MANY_LEASES end
   if not held then return nil, E.WRONG_TYPE end
-  return v, held, holds, fs, fn, ls, ln, last_us, seq
+  return v or false, { held = held, holds = holds, fs = fs, fn = fn, ls = ls, ln = ln,
+    last_us = last_us, seq = seq, os = os_, on = on }
+end
+
+-- A limit within the functions' range for leases.
+local function check_lease_limit(limit)
+  local ok, err = limiter.check_limit(limit)
+  if not ok then return nil, err end
+  if limit > lease.MAX then return nil, E.BIG_LEASES end
+  return true
 end
 
 local function lease_duration(w)
@@ -217,13 +232,17 @@ commands['cc.acquire'] = { 3, function(key, argv)
     id, ierr = id_of(id)
     if not id then return nil, ierr end
   end
-  local ok, cerr = limiter.check_limit(limit)
+  local ok, cerr = check_lease_limit(limit)
   if not ok then return nil, cerr end
+  -- An id enters the key's string only here: CC.RELEASE and CC.RENEW take
+  -- the module's ids (a longer one holds no lease of the functions').
+  if id and #id > lease.MAX_ID then return nil, E.LONG_ID end
   local now_s, now_n, now_ms = store.now()
-  local v, verr, _, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, id)
-  if v == nil then return nil, verr end
-  local decision, vd, xs, xn = lease.acquire(limit, v or nil, now_s, now_n, ls_, ln_, id)
+  local v, s = leases_of(key, now_s, now_n, id)
+  if v == nil then return nil, s end
+  local decision, vd, xs, xn = lease.acquire(limit, v or nil, s, now_s, now_n, ls_, ln_)
   if not decision then return nil, vd end
+  local last_us, seq = s.last_us, s.seq
   local reply = to_reply(vd, o.MS)
   if decision == 'refused' then
     reply[6] = false
@@ -243,10 +262,10 @@ commands['cc.release'] = { 2, function(key, argv)
   local id, err = id_of(argv[1])
   if not id then return nil, err end
   local now_s, now_n, now_ms = store.now()
-  local v, verr, holds, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, id)
-  if v == nil then return nil, verr end
-  if not holds then return 0 end
-  local out, exp = lease.rewrite(v, now_s, now_n, id, nil, nil, last_us, seq)
+  local v, s = leases_of(key, now_s, now_n, id)
+  if v == nil then return nil, s end
+  if not s.holds then return 0 end
+  local out, exp = lease.rewrite(v, now_s, now_n, id, nil, nil, s.last_us, s.seq)
   if out then store.set(key, out, exp, nil, now_ms) else store.delete(key) end
   return 1
 end, 'allow-oom' }
@@ -260,12 +279,12 @@ commands['cc.renew'] = { 3, function(key, argv)
   local ls_, ln_ = lease_duration(argv[2])
   if not ls_ then return nil, ln_ end
   local now_s, now_n, now_ms = store.now()
-  local v, verr, holds, _, _, _, _, last_us, seq = leases_of(key, now_s, now_n, id)
-  if v == nil then return nil, verr end
-  if not holds then return 0 end
+  local v, s = leases_of(key, now_s, now_n, id)
+  if v == nil then return nil, s end
+  if not s.holds then return 0 end
   local xs, xn = padd(now_s, now_n, ls_, ln_)
   if over_i64(xs, xn) then return nil, E.OVERFLOW end
-  local out, exp = lease.rewrite(v, now_s, now_n, id, xs, xn, last_us, seq)
+  local out, exp = lease.rewrite(v, now_s, now_n, id, xs, xn, s.last_us, s.seq)
   store.set(key, out, exp, nil, now_ms)
   return 1
 end, 'allow-oom' }
@@ -276,10 +295,10 @@ commands['cc.peek'] = { 2, function(key, argv)
   if not o then return nil, oerr end
   local limit, err = limiter.limit(argv[1])
   if not limit then return nil, err end
-  local ok, cerr = limiter.check_limit(limit)
+  local ok, cerr = check_lease_limit(limit)
   if not ok then return nil, cerr end
   local now_s, now_n = store.now()
-  local v, held = leases_of(key, now_s, now_n, nil)
-  if v == nil then return nil, held end
-  return to_reply(lease.decision(limit, v or nil, now_s, now_n, 0), o.MS)
+  local v, s = leases_of(key, now_s, now_n, nil)
+  if v == nil then return nil, s end
+  return to_reply(lease.decision(limit, v or nil, s, now_s, now_n, 0), o.MS)
 end, 'no-writes' }

@@ -34,6 +34,14 @@ local E = {
   RANGE = 'ERR parameters out of the functions\' range: this call\'s arithmetic exceeds 9e24 ns; use the module',
   MODULE_WINDOW = 'WRONGTYPE key holds the module\'s sliding window (cell-swin); the functions keep their own: delete or rename the key',
   MODULE_LEASES = 'WRONGTYPE key holds the module\'s leases (cell-conc); the functions keep their own: delete or rename the key',
+  -- Sizes the functions cannot serve within a few milliseconds: every call
+  -- reads and rewrites the whole log or lease string, so its cost grows
+  -- with the state, and a Lua call blocks the server while it runs.
+  BIG_LOG = 'ERR limit out of the functions\' range: an exact window logs at most 10000 requests (use APPROX, or the module)',
+  BIG_LEASES = 'ERR limit out of the functions\' range: at most 1000 leases per key (use the module)',
+  LONG_ID = 'ERR invalid ID: the functions take at most 128 bytes (the module 1024)',
+  LOG_TOO_BIG = 'ERR key holds an exact window of more than 10000 requests, more than the functions serve: delete the key or let it expire',
+  TOO_MANY_LEASES = 'ERR key holds more leases than the functions serve (1000, with ids of at most 128 bytes): delete the key or let the leases expire',
 }
 
 -- The server's wrong-arity text, naming the module's command.

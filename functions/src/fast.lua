@@ -234,14 +234,18 @@ fast['sw.allow'] = function(keys, argv)
   -- window_state: an exact log of the twin (anything else: the layered
   -- path, which answers every error).
   local key = keys[1]
-  local v = rpcall('GET', key)
+  -- (store.get_bounded: a log too long to be one the functions serve is
+  -- the layered path's error.)
+  local v = rpcall('GETRANGE', key, 0, sliding.MAX_BYTES)
+  if ltype(v) ~= 'string' or #v > sliding.MAX_BYTES then return nil end
   local n, base = 0, 0
-  if v then
-    if ltype(v) ~= 'string' then return nil end
+  if v ~= '' then
     n, base = sliding.open(v)
     if not n then return nil end
-  else
+  elseif rcall('EXISTS', key) == 0 then
     v = nil
+  else
+    return nil
   end
   -- limiter.decide, limiter.apply, to_reply.
   local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)

@@ -63,6 +63,16 @@ function limiter.check_limit(limit)
   return true
 end
 
+-- The twin's range for a limiter: its limit (check_limit), and for an
+-- exact log the most requests the functions log (sliding.MAX_LOG).
+function limiter.check_range(lim)
+  local limit = limiter.limit_of(lim)
+  local ok, err = limiter.check_limit(limit)
+  if not ok then return nil, err end
+  if lim[1] == 'exact' and limit > sliding.MAX_LOG then return nil, E.BIG_LOG end
+  return true
+end
+
 -- A positive duration named `what` (`window`, `lease`): a pair.
 function limiter.window(w, what, not_positive)
   local s, n = grammar.duration(w, what)
@@ -118,9 +128,15 @@ end
 -- A sliding window key's string, checked against the mode asked for;
 -- for an exact log, also its entry count and base (sliding.open).
 local function window_state(key, approx_mode)
-  local v, err = store.get(key, true)
+  local v, err, cut = store.get_bounded(key, sliding.MAX_BYTES)
   if err then return nil, err end
   if not v then return false end
+  if cut then
+    -- A log of more requests than the functions serve (an older library
+    -- took any limit): refused, never read whole.
+    if sliding.is_log_head(v) then return nil, E.LOG_TOO_BIG end
+    return nil, E.WRONG_TYPE
+  end
   local n, base = sliding.open(v)
   if n then
     if approx_mode then return nil, E.EXACT_KEY end

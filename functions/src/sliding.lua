@@ -12,6 +12,18 @@ local sliding = {}
 local SWE = '\0SWE'
 local HEAD = 11
 local ENTRY = 16
+-- The most requests a log holds: each call reads and rewrites the whole
+-- string (16 bytes a request), which at this size stays within about a
+-- millisecond. A log holds at most its limit (every request counts 1 or
+-- more), so limits above this are refused (E.BIG_LOG) and the log never
+-- grows past it.
+sliding.MAX_LOG = 10000
+sliding.MAX_BYTES = HEAD + sliding.MAX_LOG * ENTRY
+
+-- Whether the start of a string is a log's (for a string read in part).
+function sliding.is_log_head(v)
+  return ssub(v, 1, 4) == SWE
+end
 
 -- The log found in a string: its entry count and the base quantity; nil
 -- if it is not one.

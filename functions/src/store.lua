@@ -29,6 +29,20 @@ function store.get(key, module_error)
   return v or nil
 end
 
+-- A string key's value as store.get reads it (the module's types named),
+-- but no more than its first max_len + 1 bytes: the value (nil when
+-- absent), nil or the error, and whether the value was cut (longer than
+-- max_len). A state the functions refuse for its size then costs no more
+-- to refuse than one they serve costs to read.
+function store.get_bounded(key, max_len)
+  local v = rpcall('GETRANGE', key, 0, max_len)
+  if ltype(v) ~= 'string' then return store.get(key, true) end
+  if #v > max_len then return v, nil, true end
+  -- GETRANGE answers "" for an absent key too.
+  if v == '' and rcall('EXISTS', key) == 0 then return nil end
+  return v
+end
+
 -- A string key holding an i64 (core parse::integer): found (true/false)
 -- and the pair; or nil and `invalid` or WRONGTYPE.
 function store.integer(key, invalid)

@@ -20,7 +20,7 @@ local function limiter_of(kind, argv, i, o)
     lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN)
   end
   if not lim then return nil, err end
-  local ok, cerr = limiter.check_limit(limiter.limit_of(lim))
+  local ok, cerr = limiter.check_range(lim)
   if not ok then return nil, cerr end
   return lim
 end

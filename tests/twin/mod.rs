@@ -123,10 +123,17 @@ pub type Cause = fn(&[Vec<u8>]) -> bool;
 /// doubles cannot: each with a test of the words that may cause it.
 pub fn twin_only(error: &str) -> Option<Cause> {
     const BIG_LIMIT: &str = "ERR limit out of the functions' range: limits above 2^53 are module-only (Lua replies integers as doubles)";
+    const BIG_LOG: &str = "ERR limit out of the functions' range: an exact window logs at most 10000 requests (use APPROX, or the module)";
+    const BIG_LEASES: &str =
+        "ERR limit out of the functions' range: at most 1000 leases per key (use the module)";
+    const LONG_ID: &str = "ERR invalid ID: the functions take at most 128 bytes (the module 1024)";
     const RANGE: &str = "ERR parameters out of the functions' range: this call's arithmetic exceeds 9e24 ns; use the module";
     const NAMED_ZONE: &str = "ERR invalid TZ: named time zones are module-only; the functions take an offset from -12:00 to +14:00, such as +09:00";
     match error {
         BIG_LIMIT => Some(|words| words.iter().any(|w| above_2_53(w))),
+        BIG_LOG => Some(|words| words.iter().any(|w| above(w, MAX_LOG))),
+        BIG_LEASES => Some(|words| words.iter().any(|w| above(w, MAX_LEASES))),
+        LONG_ID => Some(|words| words.iter().any(|w| w.len() > MAX_ID)),
         RANGE => Some(|_| true),
         NAMED_ZONE => Some(|words| {
             words.iter().any(|w| {
@@ -137,12 +144,25 @@ pub fn twin_only(error: &str) -> Option<Cause> {
     }
 }
 
+/// The most requests the twin's exact log holds, and leases a key holds
+/// (functions/src/sliding.lua, lease.lua): limits above are refused.
+pub const MAX_LOG: u128 = 10_000;
+pub const MAX_LEASES: u128 = 1_000;
+/// The longest lease id the twin takes a lease with (the module: 1,024).
+pub const MAX_ID: usize = 128;
+
 /// Whether a word is an integer above 2^53.
 fn above_2_53(word: &[u8]) -> bool {
+    above(word, 1 << 53)
+}
+
+/// Whether a word is an integer (a sign allowed) above `bound`.
+fn above(word: &[u8], bound: u128) -> bool {
     std::str::from_utf8(word)
         .ok()
+        .map(|s| s.strip_prefix('+').unwrap_or(s))
         .and_then(|s| s.parse::<u128>().ok())
-        .is_some_and(|n| n > 1 << 53)
+        .is_some_and(|n| n > bound)
 }
 
 /// The function name of a command: `CL.THROTTLE` -> `cl_throttle`.
