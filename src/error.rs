@@ -97,6 +97,19 @@ pub const INVALID_TAT: CmdError = CmdError::Reply(
     "ERR key holds a string that is not a valid CL.THROTTLE state (an integer TAT in nanoseconds)",
 );
 pub const SYNTAX: CmdError = CmdError::Reply("ERR syntax error");
+/// `GCRA` (the opt-in command of Redis 8.8's milestones) reads its
+/// arguments as the milestone does, with its texts.
+pub const GCRA_NEGATIVE: CmdError = CmdError::Reply("ERR value is out of range, must be positive");
+pub const GCRA_RANGE: CmdError =
+    CmdError::Reply("ERR value is out of range, value must between 1 and 9223372036854775807");
+pub const GCRA_NOT_FLOAT: CmdError = CmdError::Reply("ERR value is not a valid float");
+pub const GCRA_PERIOD_RANGE: CmdError = CmdError::Reply("ERR period must be > 0 and < 1e12");
+pub const GCRA_MISSING_TOKENS: CmdError = CmdError::Reply("ERR Missing TOKENS value");
+/// Where the milestone would round the emission interval up to 1 µs, the
+/// module's nanosecond state has no such floor.
+pub const GCRA_RATE_TOO_HIGH: CmdError = CmdError::Reply(
+    "ERR invalid tokens_per_period: more than one token per nanosecond over period",
+);
 pub const NEGATIVE_LIMIT: CmdError = CmdError::Reply("ERR invalid limit: must be 0 or greater");
 pub const WINDOW_NOT_POSITIVE: CmdError =
     CmdError::Reply("ERR invalid window: must be greater than 0 seconds");
@@ -112,7 +125,7 @@ pub const BAD_RECORD: CmdError = CmdError::Reply(
 pub const BAD_PAYLOAD: CmdError =
     CmdError::Reply("ERR invalid SW.LOAD payload: not a serialized sliding window");
 pub const PAYLOAD_WITHOUT_WINDOW: CmdError = CmdError::Reply(
-    "ERR invalid SW.LOAD payload: written without its window (redis-cell 0.1.0), so its expiry is unknown",
+    "ERR invalid SW.LOAD payload: written without its window (by redis-cell's first release), so its expiry is unknown",
 );
 pub const BAD_NUMKEYS: CmdError = CmdError::Reply(
     "ERR invalid numkeys: must be a positive integer, with a key and a limiter for each",

@@ -4,9 +4,10 @@
 
 use crate::commands::{self, subcommands_of, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
 use crate::MODULE_VERSION_TEXT;
-use redis_module::{raw, Context, Status};
+use redis_module::{raw, Context, RedisValue, Status};
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The ACL category every public command joins where supported.
 const ACL_CATEGORY: &str = "ratelimit";
@@ -16,8 +17,14 @@ const EFFECT_CATEGORY: &str = "ratelimit-internal";
 /// The category of the operators' commands (policies, top offenders).
 const ADMIN_CATEGORY: &str = "ratelimit-admin";
 
-/// Registers everything; fails the load only if a command cannot be created.
-pub fn register_all(ctx: &Context) -> Status {
+/// Whether `GCRA` was registered at load (the module argument `gcra-command
+/// yes`, and no `GCRA` in the server already).
+static GCRA_REGISTERED: AtomicBool = AtomicBool::new(false);
+
+/// Registers everything, and the opt-in `GCRA` when `gcra` is set; fails
+/// the load only if a command cannot be created.
+pub fn register_all(ctx: &Context, gcra: bool) -> Status {
+    let gcra = gcra && !server_has_command(ctx, "gcra");
     let categories = add_acl_category(ctx, ACL_CATEGORY)
         && add_acl_category(ctx, EFFECT_CATEGORY)
         && add_acl_category(ctx, ADMIN_CATEGORY);
@@ -27,7 +34,10 @@ pub fn register_all(ctx: &Context) -> Status {
     let mut internal: Option<bool> = None;
     // Whether the server has subcommands (Redis 7.0+, Valkey).
     let subcommands = api!(RedisModule_CreateSubcommand).is_some();
-    for command in commands::ALL {
+    for command in commands::ALL
+        .iter()
+        .chain(gcra.then_some(&commands::GCRA_COMMAND))
+    {
         let created = if command.role == Role::Effect && internal != Some(false) {
             match create(ctx, command, " internal") {
                 Ok(()) => {
@@ -82,6 +92,12 @@ pub fn register_all(ctx: &Context) -> Status {
             }
         }
     }
+    if gcra {
+        GCRA_REGISTERED.store(true, Ordering::Relaxed);
+        ctx.log_notice(
+            "redis-cell: GCRA registered (gcra-command yes); its keys are CL.THROTTLE's",
+        );
+    }
     if let Some(register_info) = api!(RedisModule_RegisterInfoFunc) {
         // SAFETY: `info` has the signature Redis expects and lives forever.
         unsafe { register_info(ctx.ctx, Some(info)) };
@@ -96,6 +112,22 @@ pub fn register_all(ctx: &Context) -> Status {
         yes_no(api!(RedisModule_SetAbsExpire).is_some()),
     ));
     Status::Ok
+}
+
+/// Whether the server (or a module loaded before this one) already has a
+/// command of that name: `GCRA` is left to it, with a log line.
+fn server_has_command(ctx: &Context, name: &str) -> bool {
+    let known = match ctx.call("COMMAND", &["INFO", name]) {
+        Ok(RedisValue::Array(infos)) => infos.iter().any(|i| !matches!(i, RedisValue::Null)),
+        _ => false,
+    };
+    if known {
+        ctx.log_notice(&format!(
+            "redis-cell: gcra-command yes, but the server already has a {} command: the module's is not registered",
+            name.to_uppercase()
+        ));
+    }
+    known
 }
 
 fn yes_no(b: bool) -> &'static str {
@@ -327,6 +359,7 @@ impl ArgArena {
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
                 }
                 ArgKind::Integer => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_INTEGER,
+                ArgKind::Double => raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_DOUBLE,
                 ArgKind::Duration | ArgKind::String => {
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_STRING
                 }
@@ -397,7 +430,10 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
     };
     // SAFETY: a NULL section name selects the module's default section.
     unsafe { add_section(ctx, std::ptr::null_mut()) };
-    for command in commands::ALL {
+    let gcra = GCRA_REGISTERED
+        .load(Ordering::Relaxed)
+        .then_some(&commands::GCRA_COMMAND);
+    for command in commands::ALL.iter().chain(gcra) {
         for (what, value) in command.stats.read() {
             let field = format!("{}_{what}", command.name.replace('.', "_"));
             if let Ok(field) = CString::new(field) {

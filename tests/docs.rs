@@ -57,7 +57,11 @@ const UNREACHABLE: &[&str] = &[
 #[test]
 fn every_example_and_every_documented_error_is_what_the_server_answers() {
     let pages = pages();
-    let s = Server::start();
+    // With the opt-in GCRA command, so that its page replays too.
+    let s = Server::with(Options {
+        module_args: vec!["gcra-command".into(), "yes".into()],
+        ..Options::default()
+    });
     let c = &mut s.conn();
     let mut failures = Vec::new();
     let mut counts = Counts::default();

@@ -510,7 +510,7 @@ fn sw_load_sets_the_expiry_of_what_it_loads() {
         .unwrap();
     assert_eq!(pttl(c, "other"), 10_000);
     // An empty window deletes the key; a payload without its window (as
-    // redis-cell 0.1.0 wrote them) is refused.
+    // the first release wrote them) is refused.
     let mut empty = vec![b'E'];
     empty.extend_from_slice(&(10 * SEC).to_le_bytes());
     empty.extend_from_slice(&[1, 0, 0, 0, 0]);
@@ -530,7 +530,7 @@ fn sw_load_sets_the_expiry_of_what_it_loads() {
         .unwrap_err();
     assert_eq!(
         e,
-        "ERR invalid SW.LOAD payload: written without its window (redis-cell 0.1.0), so its expiry is unknown"
+        "ERR invalid SW.LOAD payload: written without its window (by redis-cell's first release), so its expiry is unknown"
     );
     assert_eq!(cmd(c, "EXISTS old").unwrap(), Value::Int(0));
 }

@@ -294,10 +294,10 @@ fn has_module_acl_categories() -> bool {
 /// The README's ACL recipe for an application's user, for this server.
 fn acl_recipe() -> String {
     if has_module_acl_categories() {
-        "ACL SETUSER app on >secret ~rl:* resetchannels -@all +@ratelimit".to_string()
+        "ACL SETUSER app on >secret ~rl:* ~{rl:* resetchannels -@all +@ratelimit".to_string()
     } else {
         format!(
-            "ACL SETUSER app on >secret ~rl:* resetchannels -@all {}",
+            "ACL SETUSER app on >secret ~rl:* ~{{rl:* resetchannels -@all {}",
             COMMANDS
                 .iter()
                 .map(|c| format!("+{c}"))

@@ -13,7 +13,7 @@ pub enum WindowState {
     Approx(Counter),
 }
 
-/// An exact log without its window (written by redis-cell 0.1.0).
+/// An exact log without its window (written by the first release, 0.1.0).
 const EXACT_LEGACY: u8 = b'L';
 /// An exact log with its window.
 const EXACT: u8 = b'E';
@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn payloads_of_the_first_release_still_decode() {
-        // DUMP of `SW.ALLOW k 5 10 2` by redis-cell 0.1.0: 'L' and the log.
+        // DUMP of `SW.ALLOW k 5 10 2` by the first release: 'L' and the log.
         let mut legacy = vec![b'L'];
         let mut log = Log::new();
         log.push(1_700_000_000_000_000_000, 2).unwrap();

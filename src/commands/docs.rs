@@ -19,6 +19,8 @@ pub enum ArgKind {
     Integer,
     /// A duration: seconds, or a number with a unit (`500ms`, `15m`).
     Duration,
+    /// A floating-point number (`GCRA`'s period).
+    Double,
     /// A flag: only its token.
     Token,
     String,
@@ -497,5 +499,18 @@ pub const CL_TOP: Docs = Docs {
         keyword("POLICY", "name", ArgKind::String),
         flag("RESET"),
         flag("TRIAL"),
+    ],
+};
+
+pub const GCRA: Docs = Docs {
+    summary: "Redis 8.8's milestone GCRA command (opt-in: module argument gcra-command yes): CL.THROTTLE's decision, state and reply, with period a double in seconds and TOKENS count as the quantity.",
+    complexity: "O(1)",
+    arity: -5,
+    args: &[
+        arg("key", Key),
+        arg("max_burst", Integer),
+        arg("tokens_per_period", Integer),
+        arg("period", Double),
+        keyword("TOKENS", "count", Integer),
     ],
 };

@@ -4,6 +4,7 @@
 
 mod docs;
 mod fixed;
+mod gcra;
 mod lease;
 mod limit;
 mod policy;
@@ -251,6 +252,7 @@ entry!(fw_peek, fixed::peek, FW_PEEK);
 entry!(cl_limit, limit::limit, CL_LIMIT);
 entry!(cl_policy, policy::policy, CL_POLICY);
 entry!(cl_top, top::top, CL_TOP);
+entry!(gcra_command, gcra::gcra, GCRA);
 
 const WRITE: &str = "write deny-oom fast";
 /// Refunds and releases free what they touch (or keep its size): allowed
@@ -567,3 +569,16 @@ pub fn subcommands_of(name: &str) -> &'static [Subcommand] {
         _ => &[],
     }
 }
+/// `GCRA` (Redis 8.8's milestone command), registered only when the module
+/// is loaded with `gcra-command yes` and the server has no `GCRA` of its
+/// own: never in [`ALL`].
+pub const GCRA_COMMAND: Command = Command {
+    name: "gcra",
+    stats: &GCRA,
+    key_use: KeyUse::ReadUpdate,
+    role: Role::Public,
+    keys: Keys::First,
+    docs: &docs::GCRA,
+    flags: WRITE,
+    entry: gcra_command,
+};
