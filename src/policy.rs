@@ -119,6 +119,29 @@ pub struct Offender {
     pub shadow: u64,
 }
 
+/// A summary's `n` keys refused most often; the summary is emptied
+/// afterwards if `reset`.
+fn answer(slot: &mut Option<Box<Top<Vec<u8>>>>, n: usize, reset: bool) -> Vec<Offender> {
+    let out = slot
+        .as_ref()
+        .map(|t| {
+            t.top(n)
+                .into_iter()
+                .map(|h| Offender {
+                    key: h.key.to_vec(),
+                    count: h.count,
+                    error: h.error,
+                    shadow: h.shadow,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if reset {
+        *slot = None;
+    }
+    out
+}
+
 /// Why a server holds a policy it cannot use. It keeps the policy (saved,
 /// replicated, listed) instead of dropping it or failing a load, and every
 /// call that names it answers an error that says why.
@@ -195,24 +218,7 @@ impl Registry {
             .get_mut(name)
             .ok_or_else(|| error::unknown_policy(name))?;
         let t = p.trial.as_mut().ok_or_else(|| error::no_trial(name))?;
-        let out = t
-            .top
-            .as_ref()
-            .map(|top| {
-                top.top(n)
-                    .into_iter()
-                    .map(|h| Offender {
-                        key: h.key.to_vec(),
-                        count: h.count,
-                        error: h.error,
-                        shadow: h.shadow,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if reset {
-            t.top = None;
-        }
+        let out = answer(&mut t.top, n, reset);
         Ok(out)
     }
 
@@ -303,23 +309,7 @@ impl Registry {
                     .top
             }
         };
-        let out = slot
-            .as_ref()
-            .map(|t| {
-                t.top(n)
-                    .into_iter()
-                    .map(|h| Offender {
-                        key: h.key.to_vec(),
-                        count: h.count,
-                        error: h.error,
-                        shadow: h.shadow,
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        if reset {
-            *slot = None;
-        }
+        let out = answer(slot, n, reset);
         Ok(out)
     }
 

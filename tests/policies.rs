@@ -18,26 +18,6 @@ fn int(c: &mut redis::Connection, line: &str) -> i64 {
     }
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(n) => n.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-/// `CL.POLICY GET name` as field/value pairs.
-fn policy(c: &mut redis::Connection, name: &str) -> Vec<(String, String)> {
-    match cmd(c, &format!("CL.POLICY GET {name}")) {
-        Ok(Value::Array(items)) => items
-            .chunks(2)
-            .map(|pair| (text(&pair[0]), text(&pair[1])))
-            .collect(),
-        other => panic!("CL.POLICY GET {name}: {other:?}"),
-    }
-}
-
 fn field(c: &mut redis::Connection, name: &str, what: &str) -> String {
     policy(c, name)
         .into_iter()

@@ -16,15 +16,6 @@ fn ok(c: &mut redis::Connection, line: &str) {
     assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(n) => n.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
 fn ints(c: &mut redis::Connection, line: &str) -> Vec<i64> {
     match cmd(c, line) {
         Ok(Value::Array(v)) => v
@@ -35,17 +26,6 @@ fn ints(c: &mut redis::Connection, line: &str) -> Vec<i64> {
             })
             .collect(),
         other => panic!("{line}: {other:?}"),
-    }
-}
-
-/// `CL.POLICY GET name` as field/value pairs.
-fn policy(c: &mut redis::Connection, name: &str) -> Vec<(String, String)> {
-    match cmd(c, &format!("CL.POLICY GET {name}")) {
-        Ok(Value::Array(items)) => items
-            .chunks(2)
-            .map(|pair| (text(&pair[0]), text(&pair[1])))
-            .collect(),
-        other => panic!("CL.POLICY GET {name}: {other:?}"),
     }
 }
 

@@ -12,25 +12,6 @@ fn ok(c: &mut redis::Connection, line: &str) {
     assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-        Value::SimpleString(s) => s.clone(),
-        Value::Int(n) => n.to_string(),
-        other => format!("{other:?}"),
-    }
-}
-
-fn policy(c: &mut redis::Connection, name: &str) -> Vec<(String, String)> {
-    match cmd(c, &format!("CL.POLICY GET {name}")) {
-        Ok(Value::Array(items)) => items
-            .chunks(2)
-            .map(|pair| (text(&pair[0]), text(&pair[1])))
-            .collect(),
-        other => panic!("CL.POLICY GET {name}: {other:?}"),
-    }
-}
-
 fn field(c: &mut redis::Connection, name: &str, what: &str) -> Option<String> {
     policy(c, name)
         .into_iter()

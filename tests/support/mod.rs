@@ -781,3 +781,25 @@ pub fn aof_commands(dir: &std::path::Path) -> Vec<Vec<String>> {
     }
     commands
 }
+
+/// A reply value as text (bulk and simple strings, integers; anything
+/// else as its debug form).
+pub fn text(v: &Value) -> String {
+    match v {
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(n) => n.to_string(),
+        other => format!("{other:?}"),
+    }
+}
+
+/// `CL.POLICY GET name` as field/value pairs.
+pub fn policy(c: &mut redis::Connection, name: &str) -> Vec<(String, String)> {
+    match cmd(c, &format!("CL.POLICY GET {name}")) {
+        Ok(Value::Array(items)) => items
+            .chunks(2)
+            .map(|pair| (text(&pair[0]), text(&pair[1])))
+            .collect(),
+        other => panic!("CL.POLICY GET {name}: {other:?}"),
+    }
+}
