@@ -270,11 +270,9 @@ export class Cell {
     await this.call("CL.POLICY", [], ["SET", name, ...limiterWords(limiter), ...(o.shadow ? ["SHADOW"] : [])]);
   }
 
-  /** CL.POLICY GET: null if there is no such policy. */
-  async policyGet(name: string): Promise<PolicyInfo | null> {
-    const r = await this.call("CL.POLICY", [], ["GET", name]);
-    if (r === null) return null;
-    const a = list(r, 0);
+  /** CL.POLICY GET (an unknown name is the server's error). */
+  async policyGet(name: string): Promise<PolicyInfo> {
+    const a = list(await this.call("CL.POLICY", [], ["GET", name]), 0);
     const f = new Map<string, Reply>();
     for (let i = 0; i + 1 < a.length; i += 2) f.set(str(a[i]), a[i + 1] ?? null);
     return {
