@@ -115,8 +115,15 @@ export class RedisCellStore implements Store {
   }
 
   #info(d: Decision, counted: number): ClientRateLimitInfo {
-    const ms = d.limited && d.retryAfter >= 0 ? d.retryAfter : d.resetAfter;
-    return { totalHits: counted, resetTime: new Date(Date.now() + Math.max(ms, 0)) };
+    return { totalHits: counted, resetTime: this.#resetTime(d.limited && d.retryAfter >= 0 ? d.retryAfter : d.resetAfter) };
+  }
+
+  /**
+   * The server rounds a window's end up to its millisecond expiry, so a new
+   * window can answer windowMs + 1: never announce more than the window.
+   */
+  #resetTime(ms: number): Date {
+    return new Date(Date.now() + Math.min(Math.max(ms, 0), this.windowMs));
   }
 
   async increment(key: string): Promise<IncrementResponse> {
@@ -180,7 +187,7 @@ export class RedisCellStore implements Store {
       }
     }
     if (hits <= 0) return undefined;
-    return { totalHits: hits, resetTime: new Date(Date.now() + Math.max(d.resetAfter, 0)) };
+    return { totalHits: hits, resetTime: this.#resetTime(d.resetAfter) };
   }
 
   async resetKey(key: string): Promise<void> {

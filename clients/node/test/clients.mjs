@@ -10,11 +10,13 @@ export const CLIENTS = {
   ioredis: {
     async single(port) {
       const c = new Redis({ host: "127.0.0.1", port, lazyConnect: true, maxRetriesPerRequest: 1 });
+      c.on("error", () => {});
       await c.connect();
       return { client: c, close: () => c.quit() };
     },
     async cluster(ports) {
       const c = new Redis.Cluster(ports.map((port) => ({ host: "127.0.0.1", port })), { lazyConnect: true });
+      c.on("error", () => {});
       await c.connect();
       return { client: c, close: () => c.quit() };
     },
