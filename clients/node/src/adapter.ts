@@ -42,7 +42,15 @@ interface NodeRedisLike {
   multi(routing?: string): NodeRedisMulti;
 }
 
-interface NodeRedisClusterLike extends NodeRedisLike {
+interface NodeRedisClusterMulti {
+  // v4: (firstKey, args, transformReply); v5: (firstKey, isReadonly, args, transformReply).
+  addCommand(firstKey: string | undefined, ...rest: unknown[]): NodeRedisClusterMulti;
+  exec(): Promise<unknown[]>;
+}
+
+interface NodeRedisClusterLike {
+  sendCommand(...a: unknown[]): Promise<unknown>;
+  multi(routing?: string): NodeRedisClusterMulti;
   masters: unknown[];
   nodeClient(node: unknown): NodeRedisLike | Promise<NodeRedisLike>;
 }
@@ -63,7 +71,9 @@ function fromIoRedis(c: IoRedisLike): Adapter {
     cluster,
     send: (args) => wrap(c.call(String(args[0]), ...strings(args.slice(1))) as Promise<Reply>),
     async transaction(_key, commands) {
-      const out = await wrap(c.multi(commands.map((x) => strings(x))).exec());
+      // ["call", ...]: a pipeline's methods are lower-case command names;
+      // call takes any command, a module's included.
+      const out = await wrap(c.multi(commands.map((x) => ["call", ...strings(x)])).exec());
       if (out === null) throw new Error("redis-cell: the transaction was discarded");
       return out.map(([err, value]) => {
         if (err) throw asCellError(err);
@@ -93,7 +103,8 @@ function fromNodeRedisCluster(c: NodeRedisClusterLike): Adapter {
     send: (args, key, readonly) => wrap(c.sendCommand(key, readonly ?? false, strings(args)) as Promise<Reply>),
     async transaction(key, commands) {
       let m = c.multi(key);
-      for (const x of commands) m = m.addCommand(strings(x));
+      const v4 = m.addCommand.length === 3;
+      for (const x of commands) m = v4 ? m.addCommand(key, strings(x)) : m.addCommand(key, false, strings(x));
       return (await wrap(m.exec())) as Reply[];
     },
     async masters() {
