@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { Cell, EngineError, REDIS_CELL_LUA, RedisCellError, detectEngine, loadFunctions } from "../dist/esm/index.js";
-import { CLIENTS, engines } from "./clients.mjs";
+import { CLIENTS, clientsInUse, engines } from "./clients.mjs";
 import { hasFunctions, startServer } from "./servers.mjs";
 
 const repoLua = readFileSync(new URL("../../../functions/redis_cell.lua", import.meta.url), "utf8");
@@ -16,7 +16,7 @@ let servers;
 before(async () => (servers = await engines()));
 after(() => servers.forEach((s) => s.server.stop()));
 
-for (const name of Object.keys(CLIENTS)) {
+for (const name of clientsInUse()) {
   describe(`helpers with ${name}`, () => {
     test("every public command on every engine", async () => {
       for (const { engine, server } of servers) {

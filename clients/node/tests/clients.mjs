@@ -47,6 +47,13 @@ export const CLIENTS = {
   },
 };
 
+/** The clients of this run: CELL_NODE_CLIENTS (comma-separated), or all. */
+export function clientsInUse() {
+  const names = (process.env.CELL_NODE_CLIENTS ?? Object.keys(CLIENTS).join(",")).split(",");
+  for (const n of names) if (!(n in CLIENTS)) throw new Error(`unknown client ${n} in CELL_NODE_CLIENTS`);
+  return names;
+}
+
 /**
  * The servers of one run: the module's, and one without the module with
  * the twin loaded where the server has Functions (Redis 7.0+, Valkey).
