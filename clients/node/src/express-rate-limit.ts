@@ -1,0 +1,199 @@
+import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from "express-rate-limit";
+import {
+  fromSendCommand,
+  fromSendCommandCluster,
+  type Client,
+  type SendCommandClusterFn,
+  type SendCommandFn,
+} from "./adapter.js";
+import { Cell, type Decision } from "./commands.js";
+import type { EngineName } from "./engine.js";
+
+/**
+ * How the store counts:
+ * - `fixed` (default): rate-limit-redis's counter, an INCR string with a TTL
+ *   (FW.INCR), every hit counted; its keys carry over from rate-limit-redis.
+ * - `sliding`: the exact sliding window (SW.ALLOW) of `limit` per `windowMs`.
+ * - `gcra`: GCRA (CL.THROTTLE), `limit` per `windowMs` with a burst of
+ *   `limit`, refilling smoothly.
+ * The last two refuse on the server and do not count refused hits.
+ */
+export type Algorithm = "fixed" | "sliding" | "gcra";
+
+export interface RedisCellStoreOptions {
+  /** rate-limit-redis's option: `(...args) => client.call(...args)` or `client.sendCommand(args)`. */
+  sendCommand?: SendCommandFn;
+  /** rate-limit-redis's cluster option. */
+  sendCommandCluster?: SendCommandClusterFn;
+  /** Or a client (ioredis, node-redis v4/v5, single or cluster). */
+  client?: Client;
+  /** Prepended to every key; rate-limit-redis's default. */
+  prefix?: string;
+  /**
+   * rate-limit-redis 4's option to restart the window at every hit. Only
+   * `false` is accepted: a window that restarts at every hit never frees a
+   * client that keeps sending; `algorithm: "sliding"` is the exact answer.
+   */
+  resetExpiryOnChange?: false;
+  algorithm?: Algorithm;
+  /** The limit, for `sliding` and `gcra`, when express-rate-limit's `limit` is a function. */
+  limit?: number;
+  engine?: EngineName;
+}
+
+/**
+ * An unbounded limit for the counting mode: a counter, never refused by the
+ * server, that express-rate-limit compares with its own limit. Kept below
+ * 2^53, where JavaScript and Lua still compute exactly.
+ */
+export const UNBOUNDED = 2 ** 52;
+
+/** A store for express-rate-limit, a drop-in for rate-limit-redis. */
+export class RedisCellStore implements Store {
+  readonly prefix: string;
+  readonly localKeys = false;
+  readonly algorithm: Algorithm;
+  readonly cell: Cell;
+  windowMs = 60_000;
+  #limit: number | undefined;
+
+  constructor(options: RedisCellStoreOptions) {
+    if (typeof options !== "object" || options === null) {
+      throw new TypeError("redis-cell: RedisCellStore needs an options object");
+    }
+    if ((options as { resetExpiryOnChange?: unknown }).resetExpiryOnChange === true) {
+      throw new TypeError(
+        "redis-cell: resetExpiryOnChange: true is not offered (a window restarted by every hit never frees a client " +
+          'that keeps sending); use algorithm: "sliding" for an exact window that moves with each request',
+      );
+    }
+    const given = [options.sendCommand, options.sendCommandCluster, options.client].filter((x) => x !== undefined);
+    if (given.length !== 1) {
+      throw new TypeError("redis-cell: RedisCellStore needs exactly one of sendCommand, sendCommandCluster or client");
+    }
+    const client =
+      options.client ??
+      (options.sendCommand ? fromSendCommand(options.sendCommand) : fromSendCommandCluster(options.sendCommandCluster as SendCommandClusterFn));
+    this.cell = new Cell(client, options.engine === undefined ? {} : { engine: options.engine });
+    this.prefix = options.prefix ?? "rl:";
+    this.algorithm = options.algorithm ?? "fixed";
+    if (!["fixed", "sliding", "gcra"].includes(this.algorithm)) {
+      throw new TypeError(`redis-cell: algorithm must be "fixed", "sliding" or "gcra", not ${JSON.stringify(this.algorithm)}`);
+    }
+    this.#limit = options.limit;
+  }
+
+  /** Called by express-rate-limit (not awaited): takes windowMs and, where needed, the limit. */
+  init(options: Options): void {
+    this.windowMs = options.windowMs;
+    const limit = options.limit as unknown;
+    if (this.#limit === undefined && typeof limit === "number") this.#limit = limit;
+    if (this.algorithm !== "fixed" && !(Number.isInteger(this.#limit) && (this.#limit as number) > 0)) {
+      throw new TypeError(
+        `redis-cell: algorithm "${this.algorithm}" needs the limit as a positive integer: ` +
+          "give express-rate-limit a number as limit, or the store a limit option",
+      );
+    }
+  }
+
+  #key(key: string): string {
+    return `${this.prefix}${key}`;
+  }
+
+  get #window(): string {
+    return `${this.windowMs}ms`;
+  }
+
+  get #gcra() {
+    const limit = this.#requireLimit();
+    return { maxBurst: limit - 1, countPerPeriod: limit, period: this.#window };
+  }
+
+  #requireLimit(): number {
+    if (this.#limit === undefined) throw new TypeError(`redis-cell: algorithm "${this.algorithm}" needs a limit`);
+    return this.#limit;
+  }
+
+  #info(d: Decision, counted: number): ClientRateLimitInfo {
+    return { totalHits: counted, resetTime: this.#resetTime(d.limited && d.retryAfter >= 0 ? d.retryAfter : d.resetAfter) };
+  }
+
+  /**
+   * The server rounds a window's end up to its millisecond expiry, so a new
+   * window can answer windowMs + 1: never announce more than the window.
+   */
+  #resetTime(ms: number): Date {
+    return new Date(Date.now() + Math.min(Math.max(ms, 0), this.windowMs));
+  }
+
+  async increment(key: string): Promise<IncrementResponse> {
+    const k = this.#key(key);
+    switch (this.algorithm) {
+      case "fixed": {
+        const d = await this.cell.fwIncr(k, UNBOUNDED, this.#window, { ms: true });
+        return this.#info(d, UNBOUNDED - d.remaining);
+      }
+      case "sliding": {
+        const limit = this.#requireLimit();
+        const d = await this.cell.swAllow(k, limit, this.#window, { ms: true });
+        // A refusal is not recorded: express-rate-limit sees one over its limit.
+        return this.#info(d, d.limited ? limit + 1 : limit - d.remaining);
+      }
+      case "gcra": {
+        const limit = this.#requireLimit();
+        const d = await this.cell.throttle(k, this.#gcra, { ms: true });
+        return this.#info(d, d.limited ? limit + 1 : limit - d.remaining);
+      }
+    }
+  }
+
+  /** Gives one hit back: never below zero, the window's end kept. */
+  async decrement(key: string): Promise<void> {
+    const k = this.#key(key);
+    switch (this.algorithm) {
+      case "fixed":
+        await this.cell.fwRefund(k, UNBOUNDED, this.#window, 1, { ms: true });
+        return;
+      case "sliding":
+        await this.cell.swRefund(k, this.#requireLimit(), this.#window, 1, { ms: true });
+        return;
+      case "gcra":
+        await this.cell.refund(k, this.#gcra, 1, { ms: true });
+        return;
+    }
+  }
+
+  /** The hits and reset time of a key, or undefined when it has none. */
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const k = this.#key(key);
+    let d: Decision;
+    let hits: number;
+    switch (this.algorithm) {
+      case "fixed":
+        d = await this.cell.fwPeek(k, UNBOUNDED, this.#window, { ms: true });
+        hits = UNBOUNDED - d.remaining;
+        break;
+      case "sliding": {
+        const limit = this.#requireLimit();
+        d = await this.cell.swPeek(k, limit, this.#window, { ms: true });
+        hits = limit - d.remaining;
+        break;
+      }
+      case "gcra": {
+        const limit = this.#requireLimit();
+        d = await this.cell.peek(k, this.#gcra, { ms: true });
+        hits = limit - d.remaining;
+        break;
+      }
+    }
+    if (hits <= 0) return undefined;
+    return { totalHits: hits, resetTime: this.#resetTime(d.resetAfter) };
+  }
+
+  async resetKey(key: string): Promise<void> {
+    const k = this.#key(key);
+    await this.cell.send(["DEL", k], k);
+  }
+}
+
+export default RedisCellStore;

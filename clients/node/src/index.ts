@@ -1,0 +1,20 @@
+export { Cell, decision, limiterWords } from "./commands.js";
+export type {
+  AllDecision,
+  CalendarUnit,
+  Decision,
+  Duration,
+  GcraParams,
+  LeaseDecision,
+  Limiter,
+  PolicyInfo,
+  Shadowed,
+  TopEntry,
+  Unit,
+} from "./commands.js";
+export { Engine, LIBRARY, detectEngine, functionName, loadFunctions } from "./engine.js";
+export type { EngineName } from "./engine.js";
+export { adapt, fromSendCommand, fromSendCommandCluster } from "./adapter.js";
+export type { Adapter, Client, Reply, SendCommandClusterFn, SendCommandFn } from "./adapter.js";
+export { EngineError, RedisCellError } from "./errors.js";
+export { REDIS_CELL_LUA } from "./generated/lua.js";

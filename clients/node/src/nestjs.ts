@@ -1,0 +1,61 @@
+import type { ThrottlerStorage } from "@nestjs/throttler";
+import type { Client, Reply } from "./adapter.js";
+import { Engine, type EngineName } from "./engine.js";
+import { THROTTLER_MODULE_LUA, THROTTLER_TWIN_LUA } from "./generated/lua.js";
+import { Script } from "./script.js";
+
+/** What ThrottlerStorage.increment answers. */
+export interface ThrottlerStorageRecord {
+  totalHits: number;
+  timeToExpire: number;
+  isBlocked: boolean;
+  timeToBlockExpire: number;
+}
+
+export interface RedisCellThrottlerStorageOptions {
+  /** Prepended to the keys (default `throttler:`). */
+  prefix?: string;
+  engine?: EngineName;
+}
+
+const onModule = new Script(THROTTLER_MODULE_LUA);
+const onTwin = new Script(THROTTLER_TWIN_LUA);
+
+/**
+ * A storage for @nestjs/throttler that answers as its in-memory
+ * ThrottlerStorageService does (hits live `ttl` each, a record window of
+ * `ttl` renewed when it ends, a block of `blockDuration` once over the
+ * limit, cleared with its hits when it ends), shared by every instance on
+ * one server, in one round trip per call (a script on redis-cell's exact
+ * sliding window and fixed window).
+ */
+export class RedisCellThrottlerStorage implements ThrottlerStorage {
+  readonly prefix: string;
+  readonly #e: Engine;
+
+  constructor(client: Client, options: RedisCellThrottlerStorageOptions = {}) {
+    this.#e = new Engine(client, options.engine);
+    this.prefix = options.prefix ?? "throttler:";
+  }
+
+  async increment(key: string, ttl: number, limit: number, blockDuration: number, throttlerName: string): Promise<ThrottlerStorageRecord> {
+    // One hash tag: the three keys share a slot in a cluster. The guard's
+    // key already names the throttler; the name is kept for custom keys.
+    const base = `${this.prefix}{${key}}:${throttlerName}`;
+    const script = (await this.#e.engine()) === "module" ? onModule : onTwin;
+    const r = await script.run(this.#e.adapter, [`${base}:hits`, `${base}:window`, `${base}:block`], [
+      Math.max(1, Math.ceil(ttl)),
+      limit,
+      Math.ceil(blockDuration),
+    ]);
+    const a = r as Reply[];
+    return {
+      totalHits: Number(a[0]),
+      timeToExpire: Number(a[1]),
+      isBlocked: Number(a[2]) === 1,
+      timeToBlockExpire: Number(a[3]),
+    };
+  }
+}
+
+export default RedisCellThrottlerStorage;

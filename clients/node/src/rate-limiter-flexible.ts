@@ -1,0 +1,146 @@
+import rlf from "rate-limiter-flexible";
+import type { IRateLimiterStoreOptions } from "rate-limiter-flexible";
+import type { Reply } from "./adapter.js";
+import { Cell } from "./commands.js";
+import type { EngineName } from "./engine.js";
+
+/** RateLimiterRedis's options, and the engine. */
+export interface RateLimiterCellOptions extends IRateLimiterStoreOptions {
+  rejectIfRedisNotReady?: boolean;
+  engine?: EngineName;
+}
+
+/** The counter's limit for FW.INCR: never reached, exact as a double. */
+const UNBOUNDED = 2 ** 52;
+
+/** What the store methods hand to rate-limiter-flexible: [consumed points, ms before the next window]. */
+type StoreResult = [number, number];
+
+/** RateLimiterRedis's checks of the points, with its texts, so that both reject the same calls. */
+function checkPoints(points: unknown): void {
+  if (typeof points === "string") {
+    if (!/^[1-9][0-9]*$/.test(points)) {
+      throw new Error("Consuming string different than integer values is not supported by this package");
+    }
+  } else if (!Number.isInteger(points)) {
+    throw new Error("Consuming decimal number of points is not supported by this package");
+  }
+}
+
+const int = (r: Reply | undefined): number => Number(r);
+
+interface RedisInternals {
+  _isRedisReady(rlKey: string, isReadonly: boolean): boolean;
+  points: number;
+}
+
+/**
+ * rate-limiter-flexible's RateLimiterRedis on redis-cell: the same options,
+ * methods (inherited: consume, penalty, reward, block, get, set, delete,
+ * getKey, insuranceLimiter, execEvenly, inMemoryBlockOnConsumed...) and
+ * RateLimiterRes; the same state (an INCR counter with a TTL), written by
+ * FW.INCR (module or Functions twin). One difference: a reward never takes
+ * the count below 0 (FW.REFUND), where RateLimiterRedis stores negative
+ * points that a later burst can spend.
+ */
+export class RateLimiterCell extends rlf.RateLimiterRedis {
+  protected readonly cell: Cell;
+
+  constructor(opts: RateLimiterCellOptions) {
+    super(opts);
+    this.cell = new Cell(opts.storeClient as object, opts.engine === undefined ? {} : { engine: opts.engine });
+  }
+
+  protected ready(rlKey: string, isReadonly: boolean): void {
+    if (!(this as unknown as RedisInternals)._isRedisReady(rlKey, isReadonly)) {
+      throw new Error("Redis connection is not ready");
+    }
+  }
+
+  /** Called by rate-limiter-flexible for consume, penalty, reward (negative points), block and set (forceExpire). */
+  async _upsert(rlKey: string, points: number | string, msDuration: number, forceExpire = false): Promise<StoreResult> {
+    checkPoints(points);
+    this.ready(rlKey, false);
+    const n = Number(points);
+    const secDuration = Math.floor(msDuration / 1000);
+    if (forceExpire) {
+      const set = secDuration > 0 ? ["SET", rlKey, n, "EX", secDuration] : ["SET", rlKey, n];
+      const [, ttl] = await this.cell.transaction(rlKey, [set, ["PTTL", rlKey]]);
+      return [n, int(ttl)];
+    }
+    if (secDuration <= 0) {
+      // No window: a counter that never expires, as RateLimiterRedis keeps it.
+      const [consumed, ttl] = await this.cell.transaction(rlKey, [["INCRBY", rlKey, n], ["PTTL", rlKey]]);
+      return [int(consumed), int(ttl)];
+    }
+    const d =
+      n >= 0
+        ? await this.cell.fwIncr(rlKey, UNBOUNDED, secDuration, { quantity: n, ms: true })
+        : await this.cell.fwRefund(rlKey, UNBOUNDED, secDuration, -n, { ms: true });
+    return [UNBOUNDED - d.remaining, d.resetAfter];
+  }
+
+  async _get(rlKey: string): Promise<StoreResult | null> {
+    this.ready(rlKey, true);
+    const [value, ttl] = await this.cell.transaction(rlKey, [["GET", rlKey], ["PTTL", rlKey]]);
+    if (value === null || value === undefined) return null;
+    return [int(value), int(ttl)];
+  }
+
+  async _delete(rlKey: string): Promise<boolean> {
+    return int(await this.cell.send(["DEL", rlKey], rlKey)) > 0;
+  }
+}
+
+/**
+ * The GCRA variant (CL.THROTTLE): `points` per `duration` refilling
+ * smoothly (one point every duration/points) with a burst of `points`,
+ * instead of a window that empties at once. A refused consume takes
+ * nothing; msBeforeNext is then when it can succeed, and otherwise when the
+ * bucket is full again. reward gives points back (CL.REFUND); penalty takes
+ * them only where they fit. A GCRA key holds a time, not a count: `block`,
+ * `set` and `blockDuration` are not offered.
+ */
+export class RateLimiterCellGcra extends RateLimiterCell {
+  constructor(opts: RateLimiterCellOptions) {
+    super(opts);
+    if ((opts.blockDuration ?? 0) > 0) {
+      throw new TypeError("redis-cell: RateLimiterCellGcra has no blockDuration: a GCRA key holds a time, not a count");
+    }
+    if (!(Number.isInteger(opts.points ?? 4) && (opts.points ?? 4) > 0 && (opts.duration ?? 1) > 0)) {
+      throw new TypeError("redis-cell: RateLimiterCellGcra needs points >= 1 and duration > 0");
+    }
+  }
+
+  get #params() {
+    const points = (this as unknown as RedisInternals).points;
+    return { maxBurst: points - 1, countPerPeriod: points, period: `${this.msDuration}ms` };
+  }
+
+  override async _upsert(rlKey: string, points: number | string, _msDuration: number, forceExpire = false): Promise<StoreResult> {
+    checkPoints(points);
+    this.ready(rlKey, false);
+    if (forceExpire) {
+      throw new TypeError("redis-cell: RateLimiterCellGcra offers no block or set: a GCRA key holds a time, not a count");
+    }
+    const n = Number(points);
+    const p = this.#params;
+    if (n < 0) {
+      const d = await this.cell.refund(rlKey, p, -n, { ms: true });
+      return [p.countPerPeriod - d.remaining, d.resetAfter];
+    }
+    const d = await this.cell.throttle(rlKey, p, { quantity: n, ms: true });
+    if (d.limited) return [p.countPerPeriod + Math.max(n, 1), d.retryAfter];
+    return [p.countPerPeriod - d.remaining, d.resetAfter];
+  }
+
+  override async _get(rlKey: string): Promise<StoreResult | null> {
+    this.ready(rlKey, true);
+    const p = this.#params;
+    const d = await this.cell.peek(rlKey, p, { ms: true });
+    if (d.remaining >= p.countPerPeriod) return null;
+    return [p.countPerPeriod - d.remaining, d.resetAfter];
+  }
+}
+
+export { RateLimiterRes } from "rate-limiter-flexible";

@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { after, before, describe, test } from "node:test";
+import express from "express";
+import { rateLimit } from "express-rate-limit";
+import { RedisStore } from "rate-limit-redis";
+import { RedisCellStore } from "../dist/esm/express-rate-limit.js";
+import { CLIENTS, clientsInUse, clusters, engines } from "./clients.mjs";
+import { burst, count, listen } from "./http.mjs";
+
+
+/** One app instance: express-rate-limit with our store, on its own port. */
+async function app(store, limit, windowMs, extra = {}) {
+  const a = express();
+  a.use(rateLimit({ windowMs, limit, store, standardHeaders: "draft-6", legacyHeaders: false, ...extra }));
+  a.get("/", (_req, res) => res.send("ok"));
+  a.get("/fail", (_req, res) => res.status(500).send("no"));
+  const server = createServer(a);
+  return { url: await listen(server), close: () => server.close() };
+}
+
+const sendCommandOf = (name, client) =>
+  name === "ioredis" ? (...args) => client.call(...args) : (...args) => client.sendCommand(args);
+
+let servers;
+before(async () => (servers = await engines()));
+after(() => servers.forEach((s) => s.server.stop()));
+
+const clientNames = clientsInUse();
+for (const name of clientNames) {
+  for (const algorithm of ["fixed", "sliding", "gcra"]) {
+    describe(`express-rate-limit, ${algorithm}, ${name}`, () => {
+      test("two instances sharing one server: exact 200s and 429s, headers, reset", async () => {
+        for (const { engine, server } of servers) {
+          const { client, close } = await CLIENTS[name].single(server.port);
+          const prefix = `erl:${name}:${algorithm}:${engine}:`;
+          const mk = () => new RedisCellStore({ sendCommand: sendCommandOf(name, client), prefix, algorithm });
+          const [a, b] = [await app(mk(), 7, 60_000), await app(mk(), 7, 60_000)];
+          try {
+            const res = await burst([a.url, b.url], 20);
+            assert.equal(count(res, 200), 7, `${engine}: 7 of 20 concurrent requests pass`);
+            assert.equal(count(res, 429), 13);
+            for (const r of res) {
+              assert.equal(r.headers.get("ratelimit-limit"), "7");
+              const reset = Number(r.headers.get("ratelimit-reset"));
+              assert.ok(reset > 0 && reset <= 60, `reset ${reset}`);
+            }
+            const remaining = res.filter((r) => r.status === 200).map((r) => Number(r.headers.get("ratelimit-remaining")));
+            assert.deepEqual(remaining.sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6]);
+            const refused = res.find((r) => r.status === 429);
+            assert.equal(refused.headers.get("ratelimit-remaining"), "0");
+            const retry = Number(refused.headers.get("retry-after"));
+            // The fixed window and the exact window free their first slot when
+            // the window ends; GCRA frees one every windowMs / limit.
+            if (algorithm === "gcra") assert.ok(retry >= 1 && retry <= 9, `retry-after ${retry}`);
+            else assert.ok(retry > 50 && retry <= 60, `retry-after ${retry}`);
+            // resetKey through the middleware frees the client at once.
+            const store = mk();
+            store.init({ windowMs: 60_000, limit: 7 });
+            const keys = await client.keys?.(`${prefix}*`) ?? (await client.sendCommand(["KEYS", `${prefix}*`]));
+            assert.equal(keys.length, 1);
+            const key = keys[0].slice(prefix.length);
+            assert.equal((await store.get(key)).totalHits, algorithm === "fixed" ? 20 : 7);
+            await store.resetKey(key);
+            assert.equal(await store.get(key), undefined);
+            assert.equal(count(await burst([a.url, b.url], 3), 200), 3);
+          } finally {
+            a.close();
+            b.close();
+            await close();
+          }
+        }
+      });
+    });
+  }
+}
+
+test("a window that ends lets the client in again, with the reset from the server", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    await Promise.all(
+      ["fixed", "sliding", "gcra"].map(async (algorithm) => {
+        const store = new RedisCellStore({ client, prefix: `short:${engine}:${algorithm}:`, algorithm });
+        const a = await app(store, 2, 1000);
+        try {
+          const first = await burst([a.url], 4);
+          assert.equal(count(first, 200), 2);
+          const wait = Number(first.find((r) => r.status === 429).headers.get("retry-after"));
+          assert.equal(wait, 1, `${algorithm}: Retry-After`);
+          await new Promise((r) => setTimeout(r, 1200));
+          assert.equal(count(await burst([a.url], 2), 200), 2);
+        } finally {
+          a.close();
+        }
+      }),
+    );
+    await close();
+  }
+});
+
+test("skipFailedRequests decrements, never below zero, keeping the window's expiry", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    const prefix = `skip:${engine}:`;
+    const store = new RedisCellStore({ client, prefix });
+    const a = await app(store, 3, 60_000, { skipFailedRequests: true });
+    try {
+      // One at a time: each is given back when its response has finished.
+      for (let i = 0; i < 5; i++) assert.equal((await burst([a.url], 1, "/fail"))[0].status, 500, "failed requests are given back");
+      assert.equal(count(await burst([a.url], 5), 200), 3);
+      const [key] = await client.keys(`${prefix}*`);
+      const ttl = await client.pttl(key);
+      assert.ok(ttl > 50_000 && ttl <= 60_000, `ttl ${ttl}`);
+      // A decrement keeps the window's end; at zero FW.REFUND deletes the
+      // key (a count of zero), and more decrements never go below it.
+      await store.decrement(key.slice(prefix.length));
+      // Five hits, the two 429s given back too (status >= 400), one more now.
+      assert.equal(await client.get(key), "2");
+      assert.equal(await client.pttl(key) <= ttl, true);
+      assert.ok((await client.pttl(key)) > ttl - 5_000);
+      for (let i = 0; i < 6; i++) await store.decrement(key.slice(prefix.length));
+      assert.equal(await client.get(key), null);
+      await store.decrement(key.slice(prefix.length));
+      assert.equal(await client.get(key), null);
+      assert.equal(await store.get(key.slice(prefix.length)), undefined);
+    } finally {
+      a.close();
+    }
+    await close();
+  }
+});
+
+test("counts carry over from rate-limit-redis's keys", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    const prefix = `carry:${engine}:`;
+    const old = await app(new RedisStore({ sendCommand: (...args) => client.call(...args), prefix }), 5, 60_000);
+    const ours = await app(new RedisCellStore({ sendCommand: (...args) => client.call(...args), prefix }), 5, 60_000);
+    try {
+      assert.equal(count(await burst([old.url], 3), 200), 3);
+      const res = await burst([ours.url], 4);
+      assert.equal(count(res, 200), 2, "two left of five after rate-limit-redis's three");
+    } finally {
+      old.close();
+      ours.close();
+    }
+    await close();
+  }
+});
+
+test("resetExpiryOnChange: true is refused with the reason; false is accepted", () => {
+  assert.throws(() => new RedisCellStore({ sendCommand: async () => null, resetExpiryOnChange: true }), /sliding/);
+  new RedisCellStore({ sendCommand: async () => null, resetExpiryOnChange: false });
+  assert.throws(() => new RedisCellStore({}), /exactly one of/);
+});
+
+// The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
+if (process.env.CELL_NODE_CLUSTER !== "0") {
+  describe("express-rate-limit on a cluster", () => {
+    let cs;
+    before(async () => (cs = await clusters()));
+    after(() => cs.forEach((c) => c.cluster.stop()));
+    for (const name of clientNames) {
+      test(`three masters, ${name}`, async () => {
+        for (const { engine, cluster } of cs) {
+          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
+          for (const algorithm of ["fixed", "sliding", "gcra"]) {
+            const mk = () =>
+              name === "ioredis"
+                ? new RedisCellStore({ client, prefix: `c:${name}:${engine}:${algorithm}:`, algorithm })
+                : new RedisCellStore({
+                    sendCommandCluster: ({ key, isReadOnly, command }) => client.sendCommand(key, isReadOnly, command),
+                    prefix: `c:${name}:${engine}:${algorithm}:`,
+                    algorithm,
+                  });
+            const [a, b] = [await app(mk(), 4, 60_000), await app(mk(), 4, 60_000)];
+            try {
+              const res = await burst([a.url, b.url], 10);
+              assert.equal(count(res, 200), 4, `${engine} ${algorithm}`);
+              assert.equal(count(res, 429), 6);
+            } finally {
+              a.close();
+              b.close();
+            }
+          }
+          await close();
+        }
+      });
+    }
+  });
+}

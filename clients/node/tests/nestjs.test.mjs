@@ -1,0 +1,166 @@
+import "reflect-metadata";
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { Controller, Get, Module } from "@nestjs/common";
+import { APP_GUARD, NestFactory } from "@nestjs/core";
+import { ExpressAdapter } from "@nestjs/platform-express";
+import { FastifyAdapter } from "@nestjs/platform-fastify";
+import { ThrottlerGuard, ThrottlerModule, ThrottlerStorageService } from "@nestjs/throttler";
+import { RedisCellThrottlerStorage } from "../dist/esm/nestjs.js";
+import { CLIENTS, clientsInUse, clusters, engines } from "./clients.mjs";
+import { burst, count } from "./http.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A NestJS app with one throttled route, decorated by hand (plain JavaScript). */
+async function nestApp(storage, adapter, throttlers) {
+  class AppController {
+    hello() {
+      return "ok";
+    }
+  }
+  Controller()(AppController);
+  Get("/")(AppController.prototype, "hello", Object.getOwnPropertyDescriptor(AppController.prototype, "hello"));
+  class AppModule {}
+  Module({
+    imports: [ThrottlerModule.forRoot({ throttlers, storage })],
+    controllers: [AppController],
+    providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }],
+  })(AppModule);
+  const app = await NestFactory.create(AppModule, adapter === "fastify" ? new FastifyAdapter() : new ExpressAdapter(), {
+    logger: false,
+  });
+  await app.listen(0, "127.0.0.1");
+  const url = (await app.getUrl()).replace("[::1]", "127.0.0.1").replace("localhost", "127.0.0.1");
+  return { url, close: () => app.close() };
+}
+
+let servers;
+before(async () => (servers = await engines()));
+after(() => servers.forEach((s) => s.server.stop()));
+
+describe("the storage answers as the in-memory ThrottlerStorageService", () => {
+  // Calls and pauses placed well away from every expiry (ttl 1 s), so that
+  // the server's clock and the process's agree on each answer.
+  const scenarios = {
+    "block as long as ttl (the default)": { limit: 2, ttl: 1000, block: 1000, steps: [0, 0, 0, 0, 1300, 0, 0, 0] },
+    "block longer than ttl": { limit: 2, ttl: 1000, block: 2500, steps: [0, 0, 0, 0, 1300, 0, 1500, 0, 0] },
+    "block shorter than ttl: its hits are forgotten": { limit: 2, ttl: 1000, block: 300, steps: [0, 0, 0, 0, 500, 0, 0, 0] },
+    "no block": { limit: 2, ttl: 1000, block: 0, steps: [0, 0, 0, 0, 1300, 0, 0, 0] },
+  };
+  for (const [title, s] of Object.entries(scenarios)) {
+    test(title, async () => {
+      await Promise.all(
+        servers.map(async ({ engine, server }) => {
+          const { client, close } = await CLIENTS.ioredis.single(server.port);
+          const ours = new RedisCellThrottlerStorage(client, { prefix: `diff:${title}:` });
+          const memory = new ThrottlerStorageService();
+          try {
+            for (const [i, pause] of s.steps.entries()) {
+              if (pause) await sleep(pause);
+              const [m, o] = await Promise.all([
+                memory.increment("k", s.ttl, s.limit, s.block, "default"),
+                ours.increment("k", s.ttl, s.limit, s.block, "default"),
+              ]);
+              const at = `${engine}, call ${i}: memory ${JSON.stringify(m)}, ours ${JSON.stringify(o)}`;
+              assert.equal(o.totalHits, m.totalHits, at);
+              assert.equal(o.isBlocked, m.isBlocked, at);
+              assert.equal(o.timeToExpire, m.timeToExpire, at);
+              // Before any block the in-memory answer is ceil((0 - now) / 1000):
+              // the two clocks may straddle a second there.
+              assert.ok(Math.abs(o.timeToBlockExpire - m.timeToBlockExpire) <= 1, at);
+              if (m.isBlocked) assert.equal(o.timeToBlockExpire, m.timeToBlockExpire, at);
+            }
+          } finally {
+            memory.onApplicationShutdown();
+            await close();
+          }
+        }),
+      );
+    });
+  }
+});
+
+const clientNames = clientsInUse();
+for (const adapter of ["express", "fastify"]) {
+  for (const name of clientNames) {
+    test(`NestJS (${adapter}) with ${name}: two instances, exact 200s and 429s, headers, block`, async () => {
+      for (const { engine, server } of servers) {
+        const { client, close } = await CLIENTS[name].single(server.port);
+        const storage = () => new RedisCellThrottlerStorage(client, { prefix: `nest:${adapter}:${name}:${engine}:` });
+        const throttlers = [{ ttl: 60_000, limit: 5 }];
+        const a = await nestApp(storage(), adapter, throttlers);
+        const b = await nestApp(storage(), adapter, throttlers);
+        try {
+          const res = await burst([a.url, b.url], 16);
+          assert.equal(count(res, 200), 5, `${engine}: 5 of 16 pass`);
+          assert.equal(count(res, 429), 11);
+          const ok = res.filter((r) => r.status === 200);
+          assert.deepEqual(ok.map((r) => Number(r.headers.get("x-ratelimit-remaining"))).sort(), [0, 1, 2, 3, 4]);
+          for (const r of ok) {
+            assert.equal(r.headers.get("x-ratelimit-limit"), "5");
+            assert.equal(r.headers.get("x-ratelimit-reset"), "60");
+          }
+          for (const r of res.filter((r) => r.status === 429)) {
+            const retry = Number(r.headers.get("retry-after"));
+            assert.ok(retry >= 59 && retry <= 60, `Retry-After ${retry}`);
+          }
+        } finally {
+          await a.close();
+          await b.close();
+          await close();
+        }
+      }
+    });
+  }
+}
+
+test("NestJS: the block ends and the client is back (both adapters)", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    await Promise.all(
+      ["express", "fastify"].map(async (adapter) => {
+        const a = await nestApp(new RedisCellThrottlerStorage(client, { prefix: `end:${adapter}:${engine}:` }), adapter, [
+          { ttl: 800, limit: 2, blockDuration: 800 },
+        ]);
+        try {
+          const first = await burst([a.url], 5);
+          assert.equal(count(first, 200), 2);
+          await sleep(1200);
+          assert.equal(count(await burst([a.url], 3), 200), 2);
+        } finally {
+          await a.close();
+        }
+      }),
+    );
+    await close();
+  }
+});
+
+// The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
+if (process.env.CELL_NODE_CLUSTER !== "0") {
+  describe("NestJS on a cluster", () => {
+    let cs;
+    before(async () => (cs = await clusters()));
+    after(() => cs.forEach((c) => c.cluster.stop()));
+    for (const name of clientNames) {
+      test(`three masters, ${name}`, async () => {
+        for (const { engine, cluster } of cs) {
+          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
+          const mk = () => new RedisCellThrottlerStorage(client, { prefix: `cn:${name}:${engine}:` });
+          const a = await nestApp(mk(), "express", [{ ttl: 60_000, limit: 3 }]);
+          const b = await nestApp(mk(), "fastify", [{ ttl: 60_000, limit: 3 }]);
+          try {
+            const res = await burst([a.url, b.url], 9);
+            assert.equal(count(res, 200), 3, engine);
+            assert.equal(count(res, 429), 6);
+          } finally {
+            await a.close();
+            await b.close();
+            await close();
+          }
+        }
+      });
+    }
+  });
+}

@@ -1,0 +1,205 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
+import { RateLimiterCell, RateLimiterCellGcra } from "../dist/esm/rate-limiter-flexible.js";
+import { CLIENTS, clientsInUse, clusters, engines } from "./clients.mjs";
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** A call's outcome: resolved or rejected, and with what. */
+async function outcome(p) {
+  try {
+    return { ok: true, value: await p };
+  } catch (e) {
+    return { ok: false, value: e };
+  }
+}
+
+function same(ours, theirs, at) {
+  assert.equal(ours.ok, theirs.ok, `${at}: resolves/rejects alike (ours ${String(ours.value)}, theirs ${String(theirs.value)})`);
+  const [o, t] = [ours.value, theirs.value];
+  if (t instanceof RateLimiterRes) {
+    assert.ok(o instanceof RateLimiterRes, `${at}: a RateLimiterRes`);
+    assert.equal(o.consumedPoints, t.consumedPoints, `${at}: consumedPoints`);
+    assert.equal(o.remainingPoints, t.remainingPoints, `${at}: remainingPoints`);
+    assert.equal(o.isFirstInDuration, t.isFirstInDuration, `${at}: isFirstInDuration`);
+    // Both are the key's time to live, read a few ms apart.
+    assert.ok(Math.abs(o.msBeforeNext - t.msBeforeNext) <= 250, `${at}: msBeforeNext ${o.msBeforeNext} vs ${t.msBeforeNext}`);
+  } else if (t instanceof Error) {
+    assert.ok(o instanceof Error, `${at}: an Error`);
+    assert.equal(o.message, t.message, at);
+  } else {
+    assert.deepEqual(o, t, at);
+  }
+}
+
+/** The same calls on both limiters, each on its own keys. */
+const SEQUENCES = {
+  "consume to the limit and beyond": (l) => [
+    () => l.consume("a"),
+    () => l.consume("a", 2),
+    () => l.consume("a", 2),
+    () => l.consume("a"),
+    () => l.get("a"),
+    () => l.get("nobody"),
+  ],
+  "penalty, reward, set, block, delete": (l) => [
+    () => l.consume("b"),
+    () => l.penalty("b", 2),
+    () => l.reward("b", 1),
+    () => l.consume("b"),
+    () => l.set("b", 1, 10),
+    () => l.consume("b"),
+    () => l.block("b", 5),
+    () => l.consume("b"),
+    () => l.get("b"),
+    () => l.delete("b"),
+    () => l.delete("b"),
+    () => l.consume("b"),
+  ],
+  "points as strings and decimals are rejected alike": (l) => [
+    () => l.consume("c", "2"),
+    () => l.consume("c", "02"),
+    () => l.consume("c", "1.5"),
+    () => l.consume("c", 1.5),
+    () => l.penalty("c", 0.5),
+    () => l.consume("c", 0),
+    () => l.get("c"),
+  ],
+};
+
+const OPTIONS = {
+  "points 4 per 10 s": { points: 4, duration: 10 },
+  "with blockDuration": { points: 3, duration: 10, blockDuration: 20 },
+  "with blockOnConsumed": { points: 2, duration: 10, blockDuration: 20, blockOnConsumed: 4 },
+  "duration 0 (never expires)": { points: 3, duration: 0 },
+  "inMemoryBlockOnConsumed": { points: 2, duration: 10, inMemoryBlockOnConsumed: 3, inMemoryBlockDuration: 5 },
+};
+
+let servers;
+before(async () => (servers = await engines()));
+after(() => servers.forEach((s) => s.server.stop()));
+
+const clientNames = clientsInUse();
+for (const name of clientNames) {
+  describe(`RateLimiterCell against RateLimiterRedis, ${name}`, () => {
+    for (const [optTitle, opts] of Object.entries(OPTIONS)) {
+      test(optTitle, async () => {
+        for (const { engine, server } of servers) {
+          const { client, close } = await CLIENTS[name].single(server.port);
+          const extra = name === "ioredis" ? {} : { useRedisPackage: true };
+          try {
+            for (const [seqTitle, seq] of Object.entries(SEQUENCES)) {
+              const prefix = `${name}:${engine}:${optTitle}:${seqTitle}`;
+              const theirs = new RateLimiterRedis({ storeClient: client, keyPrefix: `redis:${prefix}`, ...opts, ...extra });
+              const ours = new RateLimiterCell({ storeClient: client, keyPrefix: `cell:${prefix}`, ...opts });
+              assert.equal(ours.getKey("x"), `cell:${prefix}:x`);
+              const [a, b] = [seq(ours), seq(theirs)];
+              for (let i = 0; i < a.length; i++) {
+                same(await outcome(a[i]()), await outcome(b[i]()), `${engine}, ${seqTitle}, call ${i}`);
+              }
+              // The state itself is RateLimiterRedis's: an integer with its TTL.
+              for (const key of ["a", "b", "c"]) {
+                const [mine, its] = await Promise.all(
+                  [ours, theirs].map((l) =>
+                    name === "ioredis" ? client.get(l.getKey(key)) : client.sendCommand(["GET", l.getKey(key)]),
+                  ),
+                );
+                assert.equal(mine, its, `${engine}, ${seqTitle}: the stored value of ${key}`);
+              }
+            }
+          } finally {
+            await close();
+          }
+        }
+      });
+    }
+  });
+}
+
+test("a reward below zero: RateLimiterRedis stores negative points, RateLimiterCell stops at 0 (documented)", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    const opts = { points: 2, duration: 10 };
+    const theirs = new RateLimiterRedis({ storeClient: client, keyPrefix: `neg:redis:${engine}`, ...opts });
+    const ours = new RateLimiterCell({ storeClient: client, keyPrefix: `neg:cell:${engine}`, ...opts });
+    for (const l of [ours, theirs]) {
+      await l.consume("k");
+      await l.reward("k", 3);
+    }
+    assert.equal((await theirs.get("k")).consumedPoints, -2);
+    assert.equal(await ours.get("k"), null, "the counter reached 0: FW.REFUND deleted it");
+    // So a burst after the reward gets `points`, not `points` + 2.
+    const burst = async (l) => (await Promise.allSettled([1, 2, 3, 4].map(() => l.consume("k")))).filter((r) => r.status === "fulfilled").length;
+    assert.equal(await burst(ours), 2);
+    assert.equal(await burst(theirs), 4);
+    await close();
+  }
+});
+
+test("execEvenly and the insurance limiter behave as RateLimiterRedis's", async () => {
+  const { engine, server } = servers[0];
+  const { client, close } = await CLIENTS.ioredis.single(server.port);
+  const opts = { points: 3, duration: 1, execEvenly: true };
+  const ours = new RateLimiterCell({ storeClient: client, keyPrefix: `even:${engine}`, ...opts });
+  const started = Date.now();
+  for (let i = 0; i < 3; i++) await ours.consume("k");
+  assert.ok(Date.now() - started >= 200, "the second and third consumes were delayed");
+  await close();
+  // A client whose connection is closed (every call fails at once; no
+  // stopped server whose port another process could take): both answer
+  // from their insurance limiter.
+  const c = await CLIENTS.ioredis.single(server.port);
+  c.client.disconnect();
+  for (const L of [RateLimiterCell, RateLimiterRedis]) {
+    const l = new L({ storeClient: c.client, keyPrefix: "ins", points: 1, duration: 5, insuranceLimiter: new RateLimiterMemory({ points: 1, duration: 5 }) });
+    assert.equal((await l.consume("k")).remainingPoints, 0);
+    await assert.rejects(l.consume("k"), (e) => e instanceof RateLimiterRes);
+  }
+});
+
+test("RateLimiterCellGcra: a smooth refill with rate-limiter-flexible's answers", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    const l = new RateLimiterCellGcra({ storeClient: client, keyPrefix: `gcra:${engine}`, points: 4, duration: 2 });
+    const first = await l.consume("k");
+    assert.deepEqual([first.consumedPoints, first.remainingPoints, first.isFirstInDuration], [1, 3, true]);
+    await l.consume("k", 3);
+    const refused = await outcome(l.consume("k"));
+    assert.equal(refused.ok, false);
+    assert.ok(refused.value instanceof RateLimiterRes);
+    assert.equal(refused.value.remainingPoints, 0);
+    // One point comes back every 500 ms.
+    assert.ok(refused.value.msBeforeNext > 300 && refused.value.msBeforeNext <= 500, String(refused.value.msBeforeNext));
+    assert.equal((await l.get("k")).remainingPoints, 0);
+    assert.equal((await l.reward("k", 2)).remainingPoints, 2);
+    await sleep(550);
+    assert.equal((await l.consume("k", 3)).remainingPoints, 0);
+    assert.equal(await l.delete("k"), true);
+    assert.equal(await l.get("k"), null);
+    await assert.rejects(l.block("k", 5), /GCRA/);
+    assert.throws(() => new RateLimiterCellGcra({ storeClient: client, points: 2, duration: 1, blockDuration: 5 }), /blockDuration/);
+    await close();
+  }
+});
+
+// The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
+if (process.env.CELL_NODE_CLUSTER !== "0") {
+  describe("RateLimiterCell on a cluster", () => {
+    let cs;
+    before(async () => (cs = await clusters()));
+    after(() => cs.forEach((c) => c.cluster.stop()));
+    for (const name of clientNames) {
+      test(`three masters, ${name}`, async () => {
+        for (const { engine, cluster } of cs) {
+          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
+          const l = new RateLimiterCell({ storeClient: client, keyPrefix: `cl:${name}:${engine}`, points: 3, duration: 10 });
+          const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => l.consume(`u${i % 2}`)));
+          assert.equal(results.filter((r) => r.status === "fulfilled").length, 6, engine);
+          assert.equal((await l.get("u0")).consumedPoints, 6);
+          await close();
+        }
+      });
+    }
+  });
+}

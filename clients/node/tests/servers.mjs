@@ -1,0 +1,143 @@
+// Test servers on loopback: one redis-server (with or without the module),
+// or a three-master cluster, each on a free port, killed at exit.
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, createConnection } from "node:net";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+export const MODULE = process.env.REDIS_CELL_MODULE ?? join(repo, "target", "release", "libredis_cell.so");
+/** The server binary: REDIS_SERVER (the entry script sets it per server of the matrix). */
+export const SERVER = process.env.REDIS_SERVER ?? "/usr/bin/redis-server";
+export const SERVER_NAME = process.env.REDIS_SERVER_NAME ?? "redis-7.0";
+
+const children = new Set();
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** The server's major.minor, from --version (Valkey reports its own). */
+export function serverVersion(bin = SERVER) {
+  const out = execFileSync(bin, ["--version"]).toString();
+  const m = /v=(\d+)\.(\d+)/.exec(out);
+  if (!m) throw new Error(`cannot read the version of ${bin}: ${out}`);
+  return { major: Number(m[1]), minor: Number(m[2]), valkey: /valkey/i.test(out) };
+}
+
+/** Functions (the twin) need Redis 7.0+ or Valkey. */
+export function hasFunctions(bin = SERVER) {
+  const v = serverVersion(bin);
+  return v.valkey || v.major >= 7;
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const c = createConnection({ host: "127.0.0.1", port });
+    c.once("error", () => resolve(false));
+    c.once("connect", () => c.write("PING\r\n"));
+    c.once("data", (d) => {
+      c.destroy();
+      resolve(d.toString().startsWith("+PONG"));
+    });
+  });
+}
+
+/** Raw commands for setup (no client library): returns the first reply line. */
+export function raw(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const c = createConnection({ host: "127.0.0.1", port });
+    let data = "";
+    c.once("error", reject);
+    c.on("data", (d) => {
+      data += d.toString();
+      if (data.endsWith("\r\n")) {
+        c.destroy();
+        resolve(data);
+      }
+    });
+    c.write(`*${args.length}\r\n` + args.map((a) => `$${Buffer.byteLength(String(a))}\r\n${a}\r\n`).join(""));
+  });
+}
+
+/**
+ * Starts a server; `module: false` starts it without redis-cell (the twin's
+ * case). Fails loudly if it does not answer within 10 s or the module did
+ * not load.
+ */
+export async function startServer({ module = true, cluster = false, bin = SERVER } = {}) {
+  const port = await freePort();
+  const dir = mkdtempSync(join(tmpdir(), "cell-node-"));
+  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
+  if (module) args.push("--loadmodule", MODULE);
+  if (cluster) args.push("--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf"));
+  const child = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  children.add(child);
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  let exited = false;
+  child.once("exit", () => (exited = true));
+  const deadline = Date.now() + 10_000;
+  while (!(await ping(port))) {
+    if (exited || Date.now() > deadline) {
+      throw new Error(`${bin} did not start on port ${port}${module ? ` with ${MODULE}` : ""}: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  if (module) {
+    const info = await raw(port, "COMMAND", "INFO", "CL.THROTTLE");
+    if (info.startsWith("*1\r\n*-1") || info.startsWith("*1\r\n$-1")) throw new Error(`the module did not load on port ${port}`);
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop() {
+      child.kill("SIGKILL");
+      children.delete(child);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A cluster of three masters on loopback, slots split evenly. */
+export async function startCluster({ module = true, bin = SERVER } = {}) {
+  const nodes = [];
+  for (let i = 0; i < 3; i++) nodes.push(await startServer({ module, cluster: true, bin }));
+  const ranges = [
+    [0, 5460],
+    [5461, 10922],
+    [10923, 16383],
+  ];
+  for (let i = 0; i < 3; i++) {
+    const slots = [];
+    for (let s = ranges[i][0]; s <= ranges[i][1]; s++) slots.push(s);
+    await raw(nodes[i].port, "CLUSTER", "ADDSLOTS", ...slots);
+  }
+  for (let i = 1; i < 3; i++) await raw(nodes[0].port, "CLUSTER", "MEET", "127.0.0.1", nodes[i].port);
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const states = await Promise.all(nodes.map((n) => raw(n.port, "CLUSTER", "INFO")));
+    if (states.every((s) => s.includes("cluster_state:ok") && s.includes("cluster_known_nodes:3"))) break;
+    if (Date.now() > deadline) throw new Error(`the cluster did not come up: ${states.join("\n")}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    nodes,
+    ports: nodes.map((n) => n.port),
+    stop() {
+      for (const n of nodes) n.stop();
+    },
+  };
+}
