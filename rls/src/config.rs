@@ -244,13 +244,15 @@ fn validate_keys(file: &str, map: &serde_yaml::Mapping) -> Result<(), ConfigErro
                 for item in items {
                     match item {
                         Value::Mapping(m) => validate_keys(file, m)?,
-                        other => return Err(err(
-                            file,
-                            format!(
+                        other => {
+                            return Err(err(
+                                file,
+                                format!(
                                 "config error, yaml file contains list of type other than map: {}",
                                 render(other)
                             ),
-                        )),
+                            ))
+                        }
                     }
                 }
             }
@@ -568,13 +570,15 @@ impl Config {
             let root_map = match &root {
                 Value::Mapping(m) => m.clone(),
                 Value::Null => serde_yaml::Mapping::new(),
-                other => return Err(err(
-                    name,
-                    format!(
+                other => {
+                    return Err(err(
+                        name,
+                        format!(
                         "error loading config file: cannot unmarshal {} into the config's root map",
                         render(other)
                     ),
-                )),
+                    ))
+                }
             };
             validate_keys(name, &root_map)?;
             let f = Fields {
