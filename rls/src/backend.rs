@@ -126,25 +126,34 @@ impl Backend {
             }
             Backend::Cluster(conn) => {
                 let mut c = conn.clone();
-                if plan.atomic || plan.commands.len() == 1 {
-                    // The keys of an atomic plan share one hash tag: one slot.
-                    Self::pipeline(plan).query_async(&mut c).await
-                } else {
-                    // The reference's keys have no hash tag: each command goes
-                    // to its own slot's node, all at once.
-                    let futs = plan.commands.iter().map(|cmdv| {
-                        let mut c = conn.clone();
-                        let mut cmd = redis::cmd(&cmdv[0]);
-                        for a in &cmdv[1..] {
-                            cmd.arg(a);
-                        }
-                        async move { cmd.query_async::<Vec<i64>>(&mut c).await }
-                    });
-                    futures_util::future::join_all(futs)
-                        .await
-                        .into_iter()
-                        .collect()
+                if plan.all_or_nothing {
+                    // The keys share one hash tag: one slot, one transaction.
+                    let key = plan.commands[0]
+                        .iter()
+                        .find(|a| a.starts_with('{'))
+                        .cloned()
+                        .unwrap_or_default();
+                    return cluster_transaction(&mut c, &plan.commands, &key).await;
                 }
+                // The reference's keys have no hash tag: each group of
+                // commands goes to its own key's node, all at once.
+                let futs = plan.groups.iter().map(|g| {
+                    let mut c = conn.clone();
+                    let cmds = &plan.commands[g.clone()];
+                    async move {
+                        if cmds.len() == 1 {
+                            let mut cmd = redis::cmd(&cmds[0][0]);
+                            for a in &cmds[0][1..] {
+                                cmd.arg(a);
+                            }
+                            Ok(vec![cmd.query_async::<Vec<i64>>(&mut c).await?])
+                        } else {
+                            cluster_transaction(&mut c, cmds, &cmds[0][1]).await
+                        }
+                    }
+                });
+                let parts: Vec<Vec<Vec<i64>>> = futures_util::future::try_join_all(futs).await?;
+                Ok(parts.into_iter().flatten().collect())
             }
             Backend::Sentinel { client, conn } => {
                 let mut guard = conn.lock().await;
@@ -181,5 +190,78 @@ impl Backend {
                 None => true,
             },
         }
+    }
+}
+
+/// Commands in one MULTI/EXEC on the node of `key`'s slot (the crate
+/// would route CL.THROTTLEALL by its numkeys argument).
+async fn cluster_transaction(
+    c: &mut ClusterConnection,
+    cmds: &[Vec<String>],
+    key: &str,
+) -> RedisResult<Vec<Vec<i64>>> {
+    use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+    let route =
+        SingleNodeRoutingInfo::SpecificNode(Route::new(key_slot(key.as_bytes()), SlotAddr::Master));
+    let mut p = redis::pipe();
+    p.atomic();
+    for cv in cmds {
+        let mut cmd = redis::cmd(&cv[0]);
+        for a in &cv[1..] {
+            cmd.arg(a);
+        }
+        p.add_command(cmd);
+    }
+    let mut vals = c.route_pipeline(&p, cmds.len() + 1, 1, route).await?;
+    match vals.pop() {
+        Some(redis::Value::Array(items)) => {
+            redis::from_owned_redis_value(redis::Value::Array(items))
+        }
+        _ => Err((
+            redis::ErrorKind::ResponseError,
+            "the transaction was not executed",
+        )
+            .into()),
+    }
+}
+
+/// The cluster slot of a key (CRC16/XMODEM of its hash tag, mod 16384).
+pub fn key_slot(key: &[u8]) -> u16 {
+    let tagged = key
+        .iter()
+        .position(|&b| b == b'{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.iter()
+                .position(|&b| b == b'}')
+                .filter(|&n| n > 0)
+                .map(|n| &rest[..n])
+        })
+        .unwrap_or(key);
+    let mut crc: u16 = 0;
+    for &b in tagged {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn slots_as_redis_computes_them() {
+        // CLUSTER KEYSLOT answers these.
+        assert_eq!(super::key_slot(b"foo"), 12182);
+        assert_eq!(
+            super::key_slot(b"{user1000}.following"),
+            super::key_slot(b"user1000")
+        );
+        assert_eq!(super::key_slot(b"123456789"), 0x31C3 % 16384);
     }
 }

@@ -146,6 +146,11 @@ fn peek(c: &Charge) -> Vec<String> {
 pub struct Plan {
     pub commands: Vec<Vec<String>>,
     pub atomic: bool,
+    /// Whether all keys must be charged together (one slot in a cluster).
+    pub all_or_nothing: bool,
+    /// Ranges of commands that must run together (a peek and its shadow
+    /// command), for a cluster, where keys of one plan may be on several nodes.
+    pub groups: Vec<std::ops::Range<usize>>,
     steps: Vec<Step>,
 }
 
@@ -178,20 +183,24 @@ pub struct Outcome {
 pub fn plan(charges: &[Charge], mode: Mode) -> Plan {
     let mut commands = Vec::new();
     let mut steps = Vec::new();
+    let mut ranges = Vec::new();
     let mut enforced = Vec::new();
     for (i, c) in charges.iter().enumerate() {
         let shadow_here = c.limit.shadow_mode
             && (mode == Mode::AllOrNothing || c.limit.algorithm != Algorithm::FixedWindow);
         if shadow_here {
+            ranges.push(commands.len()..commands.len() + 2);
             commands.push(peek(c));
             commands.push(single(c, false, true));
             steps.push(Step::Shadow { charge: i });
         } else if mode == Mode::AllOrNothing {
             enforced.push(i);
         } else if c.limit.algorithm == Algorithm::FixedWindow {
+            ranges.push(commands.len()..commands.len() + 1);
             commands.push(single(c, true, false));
             steps.push(Step::Count { charge: i });
         } else {
+            ranges.push(commands.len()..commands.len() + 1);
             commands.push(single(c, false, false));
             steps.push(Step::Single { charge: i });
         }
@@ -225,6 +234,8 @@ pub fn plan(charges: &[Charge], mode: Mode) -> Plan {
         steps.push(Step::All { charges: group });
     }
     Plan {
+        all_or_nothing: mode == Mode::AllOrNothing,
+        groups: ranges,
         atomic: mode == Mode::AllOrNothing
             || steps.iter().any(|s| matches!(s, Step::Shadow { .. })),
         commands,
