@@ -486,3 +486,59 @@ async fn all_or_nothing_in_one_call() {
     let stats = redis.cmd(&["INFO", "commandstats"]);
     assert!(stats.contains("cmdstat_cl.throttleall:calls="), "{stats}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statsd_over_loopback_and_grpc_health() {
+    let redis = Redis::start();
+    let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let port = sock.local_addr().unwrap().port().to_string();
+    let rls = Rls::start(
+        &redis.url(),
+        &[("api.yaml", CONFIG)],
+        &[
+            ("USE_PROMETHEUS", "false"),
+            ("USE_STATSD", "true"),
+            ("STATSD_HOST", "127.0.0.1"),
+            ("STATSD_PORT", &port),
+            ("STATS_FLUSH_INTERVAL", "100ms"),
+        ],
+    );
+    let mut c = rls.client().await;
+    call(
+        &mut c,
+        request("api", vec![desc(&[("user", &unique("st"))])]),
+    )
+    .await;
+    let mut seen = String::new();
+    let mut buf = [0u8; 65536];
+    while !seen.contains("ratelimit.service.rate_limit.api.user.total_hits:1|c") {
+        let n = sock.recv(&mut buf).expect("a statsd packet within 10 s");
+        seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        seen.push('\n');
+    }
+    assert!(
+        seen.contains("ratelimit.service.config_load_success:1|c"),
+        "{seen}"
+    );
+
+    let channel =
+        tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{}", rls.grpc_port))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
+    let r = health
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: String::new(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        r.status,
+        tonic_health::pb::health_check_response::ServingStatus::Serving as i32
+    );
+}
