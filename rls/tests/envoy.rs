@@ -66,7 +66,15 @@ impl Drop for Envoy {
 }
 
 fn start_envoy(rls_port: u16, app_port: u16) -> Envoy {
-    let text = std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap();
+    start_envoy_with(rls_port, app_port, true)
+}
+
+fn start_envoy_with(rls_port: u16, app_port: u16, deny: bool) -> Envoy {
+    let mut text = std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap();
+    if !deny {
+        assert!(text.contains("failure_mode_deny: true"));
+        text = text.replace("failure_mode_deny: true", "failure_mode_deny: false");
+    }
     let (port, admin) = (free_port(), free_port());
     let mut cfg = text.clone();
     for (from, to) in [
@@ -235,4 +243,7 @@ fn through_envoy() {
     // The service down: Envoy denies.
     rls.stop();
     assert_eq!(get(&envoy, "/x", &unique("w")).code, 500);
+    // The same config with failure_mode_deny: false lets requests through.
+    let open = start_envoy_with(rls.grpc_port, app, false);
+    assert_eq!(get(&open, "/x", &unique("w")).code, 200);
 }
