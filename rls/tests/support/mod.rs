@@ -133,31 +133,18 @@ impl Redis {
         r
     }
 
+    /// A command sender for any server on `port` (a sentinel, say).
+    pub fn probe(port: u16) -> impl Fn(&[&str]) -> std::io::Result<String> {
+        move |args| resp_command(port, args)
+    }
+
     pub fn url(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     /// Sends one command (RESP), answers the raw reply text.
     pub fn try_cmd(&self, args: &[&str]) -> std::io::Result<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let mut req = format!("*{}\r\n", args.len());
-        for a in args {
-            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        s.write_all(req.as_bytes())?;
-        let mut buf = vec![0u8; 65536];
-        let n = s.read(&mut buf)?;
-        // Long replies (COMMAND INFO) may come in pieces: read what is there.
-        let mut out = String::from_utf8_lossy(&buf[..n]).into_owned();
-        s.set_read_timeout(Some(Duration::from_millis(50)))?;
-        while let Ok(n) = s.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            out.push_str(&String::from_utf8_lossy(&buf[..n]));
-        }
-        Ok(out.to_lowercase())
+        resp_command(self.port, args)
     }
 
     pub fn cmd(&self, args: &[&str]) -> String {
@@ -194,6 +181,29 @@ impl Drop for Redis {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Sends one command (RESP) to a server on loopback; answers the raw reply, lowercased.
+pub fn resp_command(port: u16, args: &[&str]) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut req = format!("*{}\r\n", args.len());
+    for a in args {
+        req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+    }
+    s.write_all(req.as_bytes())?;
+    let mut buf = vec![0u8; 65536];
+    let n = s.read(&mut buf)?;
+    // Long replies (COMMAND INFO) may come in pieces: read what is there.
+    let mut out = String::from_utf8_lossy(&buf[..n]).into_owned();
+    s.set_read_timeout(Some(Duration::from_millis(50)))?;
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        out.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    Ok(out.to_lowercase())
 }
 
 pub struct Rls {
