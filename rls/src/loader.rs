@@ -113,3 +113,29 @@ pub async fn watch(state: Arc<State>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn runtime_names() {
+        let dir = std::env::temp_dir().join(format!("rls-loader-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("team")).unwrap();
+        std::fs::write(dir.join("edge.yaml"), "a").unwrap();
+        std::fs::write(dir.join("team/api.yml"), "b").unwrap();
+        std::fs::write(dir.join(".hidden.yaml"), "c").unwrap();
+        let names = |ignore| -> Vec<String> {
+            super::read_files(&dir, "config.", ignore)
+                .unwrap()
+                .into_iter()
+                .map(|f| f.name)
+                .collect()
+        };
+        assert_eq!(names(true), vec!["config.edge", "config.team.api"]);
+        assert_eq!(
+            names(false),
+            vec!["config..hidden", "config.edge", "config.team.api"]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

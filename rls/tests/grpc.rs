@@ -542,3 +542,41 @@ async fn statsd_over_loopback_and_grpc_health() {
         tonic_health::pb::health_check_response::ServingStatus::Serving as i32
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn per_second_limits_on_their_own_redis() {
+    not_near_hour_end();
+    let main = Redis::start();
+    let fast = Redis::start();
+    let cfg = "domain: p\ndescriptors:\n  - key: s\n    rate_limit: {unit: second, requests_per_unit: 100}\n  - key: h\n    rate_limit: {unit: hour, requests_per_unit: 100}\n";
+    let rls = Rls::start(
+        &main.url(),
+        &[("p.yaml", cfg)],
+        &[
+            ("REDIS_PERSECOND", "true"),
+            ("REDIS_PERSECOND_SOCKET_TYPE", "tcp"),
+            ("REDIS_PERSECOND_URL", &fast.url()),
+        ],
+    );
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let r = call(
+        &mut c,
+        request("p", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]),
+    )
+    .await;
+    assert_eq!(codes(&r), vec![OK, OK]);
+    let hour = now_secs() / 3600 * 3600;
+    assert_eq!(main.get_int(&format!("p_h_{u}_{hour}")), 1);
+    let keys = |r: &Redis| r.cmd(&["KEYS", &format!("p_*_{u}_*")]);
+    assert!(
+        keys(&fast).contains(&format!("p_s_{u}_")),
+        "{}",
+        keys(&fast)
+    );
+    assert!(
+        !keys(&main).contains(&format!("p_s_{u}_")),
+        "{}",
+        keys(&main)
+    );
+}
