@@ -3,7 +3,7 @@
 //! each descriptor's status and stats from its counts, the overall code
 //! (quota mode, global shadow mode) and the `RateLimit-*` headers. Pure.
 
-use crate::config::{RateLimit, Unit};
+use crate::config::{Algorithm, RateLimit, Unit};
 use crate::plan::Outcome;
 
 /// A descriptor's code.
@@ -112,7 +112,7 @@ pub fn judge(
 ) -> (Status, StatDelta) {
     // The reference's threshold is the configured limit; a GCRA limiter's
     // capacity includes its burst.
-    let threshold = if limit.is_extended() || limit.burst > 0 {
+    let threshold = if limit.is_extended() {
         outcome.capacity
     } else {
         u64::from(limit.requests_per_unit)
@@ -158,7 +158,12 @@ pub fn judge(
             code,
             current_limit: Some((limit.requests_per_unit, unit, limit.name.clone())),
             limit_remaining: remaining,
-            duration_until_reset_secs: Some(reset_after(limit.window_seconds(), now_secs)),
+            duration_until_reset_secs: Some(match (limit.algorithm, outcome.reset_secs) {
+                (Algorithm::FixedWindow, _) | (_, None) => {
+                    reset_after(limit.window_seconds(), now_secs)
+                }
+                (_, Some(r)) => r,
+            }),
         },
         d,
     )

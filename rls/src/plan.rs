@@ -178,6 +178,9 @@ pub struct Outcome {
     pub remaining: u64,
     /// The limiter's capacity (`limit` in the reply).
     pub capacity: u64,
+    /// The limiter's `reset_after` in seconds, when its reply has one
+    /// (rolling windows and GCRA; a fixed window's is computed from the clock).
+    pub reset_secs: Option<u64>,
 }
 
 pub fn plan(charges: &[Charge], mode: Mode) -> Plan {
@@ -298,6 +301,7 @@ pub fn interpret(
                     after,
                     remaining: limit.saturating_sub(after),
                     capacity: limit,
+                    reset_secs: None,
                 });
             }
             Step::Single { charge } => {
@@ -308,12 +312,13 @@ pub fn interpret(
                     reply[0] != 0,
                     nonneg(reply[1]),
                     nonneg(reply[2]),
+                    nonneg(reply[4]),
                 ));
             }
             Step::Shadow { charge } => {
                 let c = &charges[*charge];
                 let peeked = next("peek", 5)?;
-                let _ = next("shadow limiter", 5)?;
+                let reset = nonneg(next("shadow limiter", 5)?[4]);
                 let capacity = nonneg(peeked[1]);
                 let before_remaining = nonneg(peeked[2]);
                 let over = c.hits > before_remaining;
@@ -322,7 +327,7 @@ pub fn interpret(
                 } else {
                     before_remaining - c.hits
                 };
-                out[*charge] = Some(enforced_outcome(c, over, capacity, remaining));
+                out[*charge] = Some(enforced_outcome(c, over, capacity, remaining, reset));
             }
             Step::All { charges: idx } => {
                 let all = next("CL.THROTTLEALL", 6)?;
@@ -336,7 +341,7 @@ pub fn interpret(
                     // over if it could not take its hits alone; allowed:
                     // every key took them and the peek shows what is left.
                     let over = refused && c.hits > rem;
-                    out[i] = Some(enforced_outcome(c, over, capacity, rem));
+                    out[i] = Some(enforced_outcome(c, over, capacity, rem, nonneg(p[4])));
                 }
             }
         }
@@ -350,7 +355,13 @@ pub fn interpret(
 /// An outcome from a limiter that enforces its limit (a refusal writes
 /// nothing): `remaining` is what is left after an allowed request, or
 /// before a refused one.
-fn enforced_outcome(c: &Charge, over: bool, capacity: u64, remaining: u64) -> Outcome {
+fn enforced_outcome(
+    c: &Charge,
+    over: bool,
+    capacity: u64,
+    remaining: u64,
+    reset_secs: u64,
+) -> Outcome {
     let used = capacity.saturating_sub(remaining);
     let (before, after) = if over {
         (used, used.saturating_add(c.hits))
@@ -364,6 +375,7 @@ fn enforced_outcome(c: &Charge, over: bool, capacity: u64, remaining: u64) -> Ou
         after,
         remaining: if over { 0 } else { remaining },
         capacity,
+        reset_secs: Some(reset_secs),
     }
 }
 

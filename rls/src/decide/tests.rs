@@ -28,6 +28,7 @@ fn out(over: bool, before: u64, after: u64, cap: u64) -> Outcome {
         after,
         remaining: if over { 0 } else { cap - after },
         capacity: cap,
+        reset_secs: None,
     }
 }
 

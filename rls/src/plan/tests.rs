@@ -82,7 +82,8 @@ fn reference_mode_counts_every_hit() {
             before: 5,
             after: 7,
             remaining: 0,
-            capacity: 5
+            capacity: 5,
+            reset_secs: None
         }
     );
 }
