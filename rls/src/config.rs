@@ -692,7 +692,7 @@ impl Config {
             if next.is_none() {
                 next = node.children.get(&entry.key);
             }
-            if let (Some(w), Some(n)) = (matched_wildcard, next) {
+            if let (Some(_), Some(n)) = (matched_wildcard, next) {
                 if n.share_threshold && !n.wildcard_pattern.is_empty() {
                     let prefix = format!("{}_", entry.key);
                     let pat = n
@@ -701,7 +701,6 @@ impl Config {
                         .unwrap_or(&n.wildcard_pattern);
                     share.insert(i, pat.to_string());
                 }
-                let _ = w;
             }
             value_key.push('.');
             match next {
