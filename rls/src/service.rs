@@ -83,7 +83,8 @@ impl State {
                     "ratelimit.service.rate_limit.{}.domain_not_found",
                     req.domain
                 ),
-                1,
+                // Per descriptor, as the reference counts each lookup.
+                req.descriptors.len() as u64,
             );
         }
         let entries: Vec<Vec<Entry>> = req.descriptors.iter().map(entries_of).collect();
