@@ -87,6 +87,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         tokio::spawn(http::serve(l, http::Site::Metrics, web.clone()));
     }
     if settings.use_statsd && !settings.disable_stats {
+        state.stats.statsd.store(true, Ordering::Relaxed);
         let state = state.clone();
         tokio::spawn(async move {
             let Ok(sock) = tokio::net::UdpSocket::bind(("127.0.0.1", 0)).await else {

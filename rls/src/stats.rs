@@ -15,6 +15,9 @@ const BUCKETS: &[f64] = &[
 #[derive(Default)]
 struct Inner {
     counters: BTreeMap<String, u64>,
+    /// Per limit key, the five counters of `LIMIT_STATS` (kept apart so a
+    /// request allocates no names).
+    limits: std::collections::HashMap<String, [u64; 5]>,
     flushed: BTreeMap<String, u64>,
     /// statsd timer name -> (bucket counts, sum in seconds, count)
     timers: BTreeMap<String, (Vec<u64>, f64, u64)>,
@@ -24,6 +27,9 @@ struct Inner {
 #[derive(Default)]
 pub struct Stats {
     inner: Mutex<Inner>,
+    /// Whether timings are kept for a statsd flush (they are not otherwise,
+    /// or they would pile up).
+    pub statsd: std::sync::atomic::AtomicBool,
 }
 
 pub const RL: &str = "ratelimit.service.rate_limit.";
@@ -36,22 +42,41 @@ impl Stats {
 
     pub fn get(&self, name: &str) -> u64 {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        g.counters.get(name).copied().unwrap_or(0)
+        Self::all_counters(&g).get(name).copied().unwrap_or(0)
     }
 
     /// Adds one limit's deltas (every counter exists once the limit is hit,
     /// as the reference creates them together).
     pub fn add_limit(&self, key: &str, d: &StatDelta) {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        for (stat, n) in [
-            ("total_hits", d.total_hits),
-            ("over_limit", d.over_limit),
-            ("near_limit", d.near_limit),
-            ("within_limit", d.within_limit),
-            ("shadow_mode", d.shadow_mode),
-        ] {
-            *g.counters.entry(format!("{RL}{key}.{stat}")).or_default() += n;
+        let add = [
+            d.near_limit,
+            d.over_limit,
+            d.total_hits,
+            d.within_limit,
+            d.shadow_mode,
+        ];
+        match g.limits.get_mut(key) {
+            Some(c) => {
+                for (c, a) in c.iter_mut().zip(add) {
+                    *c += a;
+                }
+            }
+            None => {
+                g.limits.insert(key.to_string(), add);
+            }
         }
+    }
+
+    /// Every counter with its statsd name.
+    fn all_counters(g: &Inner) -> BTreeMap<String, u64> {
+        let mut all = g.counters.clone();
+        for (key, c) in &g.limits {
+            for (stat, v) in LIMIT_STATS.iter().zip(c) {
+                all.insert(format!("{RL}{key}.{stat}"), *v);
+            }
+        }
+        all
     }
 
     pub fn time(&self, name: &str, secs: f64) {
@@ -67,16 +92,16 @@ impl Stats {
         }
         t.1 += secs;
         t.2 += 1;
-        g.pending_timings.push((name.to_string(), secs));
+        if self.statsd.load(std::sync::atomic::Ordering::Relaxed) {
+            g.pending_timings.push((name.to_string(), secs));
+        }
     }
 
     /// The statsd lines since the last flush: counter deltas and timings.
     pub fn statsd_lines(&self) -> Vec<String> {
         let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut lines = Vec::new();
-        let counters: Vec<(String, u64)> =
-            g.counters.iter().map(|(k, v)| (k.clone(), *v)).collect();
-        for (k, v) in counters {
+        for (k, v) in Self::all_counters(&g) {
             let last = g.flushed.insert(k.clone(), v).unwrap_or(0);
             if v > last {
                 lines.push(format!("{k}:{}|c", v - last));
@@ -92,7 +117,7 @@ impl Stats {
     pub fn prometheus(&self) -> String {
         let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let mut families: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (k, v) in &g.counters {
+        for (k, v) in &Self::all_counters(&g) {
             let (name, labels) = prom_name(k);
             families
                 .entry(name.clone())
@@ -273,6 +298,7 @@ mod tests {
     #[test]
     fn exposition_and_statsd_deltas() {
         let s = Stats::default();
+        s.statsd.store(true, std::sync::atomic::Ordering::Relaxed);
         s.add_limit(
             "rl.k_v",
             &StatDelta {
@@ -293,7 +319,13 @@ mod tests {
         assert!(lines.contains(&"ratelimit.service.rate_limit.rl.k_v.total_hits:3|c".to_string()));
         assert!(lines.contains(&"ratelimit_server.ShouldRateLimit.response_time:2|ms".to_string()));
         assert!(!lines.iter().any(|l| l.contains("near_limit")), "{lines:?}");
-        s.add("ratelimit.service.rate_limit.rl.k_v.total_hits", 2);
+        s.add_limit(
+            "rl.k_v",
+            &StatDelta {
+                total_hits: 2,
+                ..Default::default()
+            },
+        );
         assert_eq!(
             s.statsd_lines(),
             vec!["ratelimit.service.rate_limit.rl.k_v.total_hits:2|c".to_string()]
