@@ -581,3 +581,64 @@ async fn per_second_limits_on_their_own_redis() {
     };
     assert_eq!((fw_calls(&main), fw_calls(&fast)), (1, 1));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wildcards_nested_and_share_threshold() {
+    not_near_hour_end();
+    let redis = Redis::start();
+    let cfg = r#"
+domain: w
+descriptors:
+  - key: file
+    value: doc*
+    share_threshold: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: path
+    value: /api/*
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: org
+    descriptors:
+      - key: user
+        rate_limit: {unit: hour, requests_per_unit: 1}
+"#;
+    let rls = Rls::start(&redis.url(), &[("w.yaml", cfg)], &[]);
+    let mut c = rls.client().await;
+    let window = now_secs() / 3600 * 3600;
+    // share_threshold: every value matching doc* shares one counter.
+    let mut got = Vec::new();
+    for v in ["doc1", "docs.pdf", "doc-x"] {
+        got.push(
+            call(&mut c, request("w", vec![desc(&[("file", v)])]))
+                .await
+                .overall_code,
+        );
+    }
+    assert_eq!(got, vec![OK, OK, OVER]);
+    assert_eq!(redis.get_int(&format!("w_file_doc*_{window}")), 3);
+    // Without it each value matching /api/* has its own counter.
+    for v in ["/api/a", "/api/b"] {
+        assert_eq!(
+            call(&mut c, request("w", vec![desc(&[("path", v)])]))
+                .await
+                .overall_code,
+            OK
+        );
+    }
+    // Nested: the limit applies at the depth of the request's last entry.
+    let o = unique("o");
+    let two = || desc(&[("org", &o), ("user", "u")]);
+    assert_eq!(
+        call(&mut c, request("w", vec![two()])).await.overall_code,
+        OK
+    );
+    assert_eq!(
+        call(&mut c, request("w", vec![two()])).await.overall_code,
+        OVER
+    );
+    assert_eq!(redis.get_int(&format!("w_org_{o}_user_u_{window}")), 2);
+    let r = call(&mut c, request("w", vec![desc(&[("org", &o)])])).await;
+    assert_eq!(
+        (r.overall_code, r.statuses[0].current_limit.clone()),
+        (OK, None)
+    );
+}
