@@ -90,14 +90,34 @@ impl Redis {
     }
 
     pub fn start_with(extra: &[&str]) -> Redis {
-        Redis::start_on(
-            free_port(),
-            tempdir("redis"),
-            extra.iter().map(|s| s.to_string()).collect(),
-        )
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let dir = tempdir("redis");
+        // A port found free may be taken before the server binds it (by
+        // another test's connection): try another.
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Redis::try_start(free_port(), dir.clone(), extra.clone()) {
+                Ok(r) => return r,
+                Err(e) => last = e,
+            }
+        }
+        panic!("redis-server did not start: {last}");
     }
 
     fn start_on(port: u16, dir: PathBuf, extra: Vec<String>) -> Redis {
+        let mut last = String::new();
+        for _ in 0..5 {
+            match Redis::try_start(port, dir.clone(), extra.clone()) {
+                Ok(r) => return r,
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        panic!("redis-server did not start on port {port}: {last}");
+    }
+
+    fn try_start(port: u16, dir: PathBuf, extra: Vec<String>) -> Result<Redis, String> {
+        let log = dir.join(format!("redis-{port}.log"));
         let mut cmd = Command::new(server_path());
         cmd.args([
             "--port",
@@ -112,25 +132,37 @@ impl Redis {
         .arg("--loadmodule")
         .arg(module_path())
         .args(&extra)
-        .stdout(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
         .stderr(Stdio::null());
         let child = cmd.spawn().expect("start redis-server");
-        let r = Redis {
+        let mut r = Redis {
             port,
             child,
             dir,
             extra,
         };
-        wait_until(
-            "redis-server with the module",
-            Duration::from_secs(10),
-            || {
-                r.try_cmd(&["COMMAND", "INFO", "CL.THROTTLEALL"])
-                    .map(|s| s.contains("throttleall"))
-                    .unwrap_or(false)
-            },
-        );
-        r
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(status)) = r.child.try_wait() {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                std::mem::forget(r);
+                return Err(format!("exited with {status}: {text}"));
+            }
+            let ready = r
+                .try_cmd(&["COMMAND", "INFO", "CL.THROTTLEALL"])
+                .map(|s| s.contains("throttleall"))
+                .unwrap_or(false);
+            // The server answering must be ours, not another test's.
+            if ready
+                && r.cmd(&["CONFIG", "GET", "dir"])
+                    .contains(&r.dir.to_string_lossy().to_lowercase())
+            {
+                return Ok(r);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        r.stop();
+        Err("not ready with the module within 10 s".into())
     }
 
     /// A command sender for any server on `port` (a sentinel, say).
@@ -235,6 +267,20 @@ impl Rls {
     }
 
     pub fn start_in(root: PathBuf, redis_url: &str, env: &[(&str, &str)]) -> Rls {
+        // A port found free may be taken before the service binds it (by
+        // another test's connection): try other ports.
+        let mut last = String::new();
+        for _ in 0..3 {
+            match Rls::try_start(root.clone(), redis_url, env) {
+                Ok(r) => return r,
+                Err(e) if e.contains("Address already in use") => last = e,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("{last}");
+    }
+
+    fn try_start(root: PathBuf, redis_url: &str, env: &[(&str, &str)]) -> Result<Rls, String> {
         let (grpc_port, http_port, debug_port, metrics_port) =
             (free_port(), free_port(), free_port(), free_port());
         let log = root.join("rls.log");
@@ -277,10 +323,10 @@ impl Rls {
         let start = Instant::now();
         loop {
             if let Ok(Some(status)) = r.child.try_wait() {
-                panic!(
+                return Err(format!(
                     "redis-cell-rls exited with {status}: {}",
                     std::fs::read_to_string(&r.log).unwrap_or_default()
-                );
+                ));
             }
             if http_get(r.http_port, "/healthcheck")
                 .map(|(c, _)| c == 200)
@@ -295,7 +341,7 @@ impl Rls {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        r
+        Ok(r)
     }
 
     pub fn log_text(&self) -> String {
