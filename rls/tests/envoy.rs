@@ -70,6 +70,18 @@ fn start_envoy(rls_port: u16, app_port: u16) -> Envoy {
 }
 
 fn start_envoy_with(rls_port: u16, app_port: u16, deny: bool) -> Envoy {
+    // A port found free may be taken before Envoy binds it: try others.
+    let mut last = String::new();
+    for _ in 0..3 {
+        match try_start_envoy(rls_port, app_port, deny) {
+            Ok(e) => return e,
+            Err(e) => last = e,
+        }
+    }
+    panic!("{last}");
+}
+
+fn try_start_envoy(rls_port: u16, app_port: u16, deny: bool) -> Result<Envoy, String> {
     let mut text = std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap();
     if !deny {
         assert!(text.contains("failure_mode_deny: true"));
@@ -107,18 +119,26 @@ fn start_envoy_with(rls_port: u16, app_port: u16, deny: bool) -> Envoy {
         .spawn()
         .expect("start envoy");
     let mut e = Envoy { child, port, log };
-    wait_until("envoy ready", Duration::from_secs(30), || {
-        if let Ok(Some(s)) = e.child.try_wait() {
-            panic!(
-                "envoy exited with {s}: {}",
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Ok(Some(status)) = e.child.try_wait() {
+            return Err(format!(
+                "envoy exited with {status}: {}",
                 std::fs::read_to_string(&e.log).unwrap_or_default()
-            );
+            ));
         }
-        http_get(admin, "/ready")
+        if http_get(admin, "/ready")
             .map(|(c, _)| c == 200)
             .unwrap_or(false)
-    });
-    e
+        {
+            return Ok(e);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Err(format!(
+        "envoy not ready within 30 s: {}",
+        std::fs::read_to_string(&e.log).unwrap_or_default()
+    ))
 }
 
 struct Reply {
