@@ -1,0 +1,798 @@
+//! The ratelimit configuration: envoyproxy/ratelimit's YAML, validated with
+//! its rules and error texts, and matched with its rules (key+value before
+//! key only, wildcards, depth). Pure: no I/O, no clock, no Redis.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde_yaml::Value;
+
+/// A limit's time unit, with the proto's numbering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Second,
+    Minute,
+    Hour,
+    Day,
+    Week,
+    Month,
+    Year,
+}
+
+impl Unit {
+    /// The unit named in a config file (any case), as the reference reads it.
+    pub fn parse(name: &str) -> Option<Unit> {
+        Some(match name.to_ascii_uppercase().as_str() {
+            "SECOND" => Unit::Second,
+            "MINUTE" => Unit::Minute,
+            "HOUR" => Unit::Hour,
+            "DAY" => Unit::Day,
+            "WEEK" => Unit::Week,
+            "MONTH" => Unit::Month,
+            "YEAR" => Unit::Year,
+            _ => return None,
+        })
+    }
+
+    /// The proto enum value (`envoy.service.ratelimit.v3.RateLimitResponse.RateLimit.Unit`).
+    pub fn proto(self) -> i32 {
+        match self {
+            Unit::Second => 1,
+            Unit::Minute => 2,
+            Unit::Hour => 3,
+            Unit::Day => 4,
+            Unit::Month => 5,
+            Unit::Year => 6,
+            Unit::Week => 7,
+        }
+    }
+
+    pub fn from_proto(v: i32) -> Option<Unit> {
+        Some(match v {
+            1 => Unit::Second,
+            2 => Unit::Minute,
+            3 => Unit::Hour,
+            4 => Unit::Day,
+            5 => Unit::Month,
+            6 => Unit::Year,
+            7 => Unit::Week,
+            _ => return None,
+        })
+    }
+
+    /// Seconds in one unit, as the reference divides time: a month is 30
+    /// days and a year 365, windows aligned to multiples since the epoch.
+    pub fn seconds(self) -> u64 {
+        match self {
+            Unit::Second => 1,
+            Unit::Minute => 60,
+            Unit::Hour => 3600,
+            Unit::Day => 86_400,
+            Unit::Week => 7 * 86_400,
+            Unit::Month => 30 * 86_400,
+            Unit::Year => 365 * 86_400,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Second => "SECOND",
+            Unit::Minute => "MINUTE",
+            Unit::Hour => "HOUR",
+            Unit::Day => "DAY",
+            Unit::Week => "WEEK",
+            Unit::Month => "MONTH",
+            Unit::Year => "YEAR",
+        }
+    }
+}
+
+/// Which redis-cell limiter enforces a rule (an extension: the reference has
+/// fixed windows only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algorithm {
+    FixedWindow,
+    SlidingWindow,
+    Gcra,
+}
+
+impl Algorithm {
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::FixedWindow => "fixed_window",
+            Algorithm::SlidingWindow => "sliding_window",
+            Algorithm::Gcra => "gcra",
+        }
+    }
+}
+
+/// One configured (or overridden) limit, as matched for a descriptor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RateLimit {
+    /// The stats key: `domain.key_value.key2...`.
+    pub full_key: String,
+    pub requests_per_unit: u32,
+    /// `None` only when unlimited.
+    pub unit: Option<Unit>,
+    /// Windows of several units (extension; 1 in the reference).
+    pub unit_multiplier: u32,
+    pub algorithm: Algorithm,
+    /// GCRA's extra burst above `requests_per_unit` (extension).
+    pub burst: u32,
+    pub unlimited: bool,
+    pub shadow_mode: bool,
+    pub quota_mode: bool,
+    pub name: String,
+    pub replaces: Vec<String>,
+    pub detailed_metric: bool,
+    /// For entries matched through a `share_threshold` wildcard, the
+    /// wildcard value that stands for the request's value in the cache key.
+    pub share_threshold_pattern: Option<Vec<String>>,
+    /// Whether the limit came from the request's `limit` override.
+    pub is_override: bool,
+}
+
+impl RateLimit {
+    /// The window length in seconds.
+    pub fn window_seconds(&self) -> u64 {
+        self.unit
+            .map(|u| u.seconds().saturating_mul(u64::from(self.unit_multiplier)))
+            .unwrap_or(0)
+    }
+
+    /// Whether this limit needs anything the reference cannot do.
+    pub fn is_extended(&self) -> bool {
+        self.algorithm != Algorithm::FixedWindow || self.unit_multiplier != 1
+    }
+}
+
+/// A configuration error: `<file name>: <text>`, as the reference words it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn err(file: &str, text: impl fmt::Display) -> ConfigError {
+    ConfigError(format!("{file}: {text}"))
+}
+
+/// Keys the reference accepts anywhere in a file.
+const REFERENCE_KEYS: &[&str] = &[
+    "domain",
+    "key",
+    "value",
+    "descriptors",
+    "rate_limit",
+    "unit",
+    "requests_per_unit",
+    "unlimited",
+    "shadow_mode",
+    "quota_mode",
+    "name",
+    "replaces",
+    "detailed_metric",
+    "value_to_metric",
+    "share_threshold",
+    "metadata",
+];
+
+/// Keys of our extensions (the reference refuses a file that has them).
+const EXTENSION_KEYS: &[&str] = &["algorithm", "burst", "unit_multiplier"];
+
+/// One file to load: its runtime name (`config.foo` for `config/foo.yaml`)
+/// and its text.
+#[derive(Clone, Debug)]
+pub struct ConfigFile {
+    pub name: String,
+    pub text: String,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Node {
+    children: HashMap<String, Node>,
+    /// Wildcard keys of the children (`key_val*ue`), in file order, split on `*`.
+    wildcards: Vec<(String, Vec<String>)>,
+    limit: Option<Arc<RateLimit>>,
+    value_to_metric: bool,
+    share_threshold: bool,
+    wildcard_pattern: String,
+}
+
+/// A loaded configuration: domains and their descriptor trees.
+#[derive(Clone, Debug, Default)]
+pub struct Config {
+    domains: HashMap<String, Node>,
+}
+
+/// One descriptor of a request, as the matcher needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub key: String,
+    pub value: String,
+}
+
+/// The request's `limit` override (`requests_per_unit`, proto unit).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Override {
+    pub requests_per_unit: u32,
+    pub unit: i32,
+}
+
+fn validate_keys(file: &str, map: &serde_yaml::Mapping) -> Result<(), ConfigError> {
+    for (k, v) in map {
+        let Some(key) = k.as_str() else {
+            return Err(err(
+                file,
+                format!("config error, key is not of type string: {}", render(k)),
+            ));
+        };
+        if !REFERENCE_KEYS.contains(&key) && !EXTENSION_KEYS.contains(&key) {
+            return Err(err(file, format!("config error, unknown key '{key}'")));
+        }
+        if key == "metadata" {
+            continue;
+        }
+        match v {
+            Value::Sequence(items) => {
+                for item in items {
+                    match item {
+                        Value::Mapping(m) => validate_keys(file, m)?,
+                        other => {
+                            return Err(err(
+                                file,
+                                format!(
+                                "config error, yaml file contains list of type other than map: {}",
+                                render(other)
+                            ),
+                            ))
+                        }
+                    }
+                }
+            }
+            Value::Mapping(m) => validate_keys(file, m)?,
+            Value::String(_) | Value::Bool(_) | Value::Null => {}
+            Value::Number(n) if n.is_i64() || n.is_u64() => {}
+            _ => return Err(err(file, "error checking config")),
+        }
+    }
+    Ok(())
+}
+
+fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "<nil>".to_string(),
+        other => serde_yaml::to_string(other)
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    }
+}
+
+/// Typed reads of one YAML map, with the reference's zero values for absent
+/// keys and a load error for a value of the wrong type.
+struct Fields<'a> {
+    file: &'a str,
+    map: &'a serde_yaml::Mapping,
+}
+
+impl<'a> Fields<'a> {
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key).filter(|v| !v.is_null())
+    }
+
+    fn type_error(&self, key: &str, v: &Value, want: &str) -> ConfigError {
+        err(
+            self.file,
+            format!(
+                "error loading config file: cannot unmarshal {} into {want} (key '{key}')",
+                render(v)
+            ),
+        )
+    }
+
+    fn string(&self, key: &str) -> Result<String, ConfigError> {
+        match self.get(key) {
+            None => Ok(String::new()),
+            Some(Value::String(s)) => Ok(s.clone()),
+            // YAML scalars such as `value: 80` are strings to the reference.
+            Some(Value::Number(n)) => Ok(n.to_string()),
+            Some(Value::Bool(b)) => Ok(b.to_string()),
+            Some(v) => Err(self.type_error(key, v, "string")),
+        }
+    }
+
+    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
+        match self.get(key) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(v) => Err(self.type_error(key, v, "bool")),
+        }
+    }
+
+    fn uint32(&self, key: &str) -> Result<Option<u32>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v @ Value::Number(n)) => n
+                .as_u64()
+                .and_then(|x| u32::try_from(x).ok())
+                .map(Some)
+                .ok_or_else(|| self.type_error(key, v, "uint32")),
+            Some(v) => Err(self.type_error(key, v, "uint32")),
+        }
+    }
+
+    fn list(&self, key: &str) -> Result<&'a [Value], ConfigError> {
+        match self.get(key) {
+            None => Ok(&[]),
+            Some(Value::Sequence(s)) => Ok(s),
+            Some(v) => Err(self.type_error(key, v, "list")),
+        }
+    }
+
+    fn map(&self, key: &str) -> Result<Option<&'a serde_yaml::Mapping>, ConfigError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Mapping(m)) => Ok(Some(m)),
+            Some(v) => Err(self.type_error(key, v, "map")),
+        }
+    }
+}
+
+fn load_descriptors(
+    file: &str,
+    node: &mut Node,
+    parent_key: &str,
+    descriptors: &[Value],
+) -> Result<(), ConfigError> {
+    for d in descriptors {
+        let Value::Mapping(map) = d else {
+            return Err(err(
+                file,
+                "error loading config file: descriptors must be a list of maps",
+            ));
+        };
+        let f = Fields { file, map };
+        let key = f.string("key")?;
+        if key.is_empty() {
+            return Err(err(file, "descriptor has empty key"));
+        }
+        let value = f.string("value")?;
+        let final_key = if value.is_empty() {
+            key.clone()
+        } else {
+            format!("{key}_{value}")
+        };
+        let new_parent_key = format!("{parent_key}{final_key}");
+        if node.children.contains_key(&final_key) {
+            return Err(err(
+                file,
+                format!("duplicate descriptor composite key '{new_parent_key}'"),
+            ));
+        }
+        let shadow_mode = f.boolean("shadow_mode")?;
+        let quota_mode = f.boolean("quota_mode")?;
+        let detailed_metric = f.boolean("detailed_metric")?;
+        let value_to_metric = f.boolean("value_to_metric")?;
+        let share_threshold = f.boolean("share_threshold")?;
+        let limit = match f.map("rate_limit")? {
+            None => None,
+            Some(rl) => Some(Arc::new(load_rate_limit(
+                file,
+                rl,
+                &new_parent_key,
+                shadow_mode,
+                quota_mode,
+                detailed_metric,
+            )?)),
+        };
+        if share_threshold && !final_key.contains('*') {
+            return Err(err(
+                file,
+                format!(
+                    "share_threshold can only be used with wildcard values (containing '*'), but found key '{final_key}'"
+                ),
+            ));
+        }
+        let wildcard_pattern = if share_threshold {
+            final_key.clone()
+        } else {
+            String::new()
+        };
+        if final_key.contains('*') {
+            node.wildcards.push((
+                final_key.clone(),
+                final_key.split('*').map(str::to_string).collect(),
+            ));
+        }
+        if let Some(m) = f.get("metadata") {
+            if !matches!(m, Value::Mapping(_)) {
+                return Err(err(
+                    file,
+                    format!(
+                        "error loading config file: cannot unmarshal {} into map (key 'metadata')",
+                        render(m)
+                    ),
+                ));
+            }
+        }
+        let mut child = Node {
+            limit,
+            value_to_metric,
+            share_threshold,
+            wildcard_pattern,
+            ..Node::default()
+        };
+        load_descriptors(
+            file,
+            &mut child,
+            &format!("{new_parent_key}."),
+            f.list("descriptors")?,
+        )?;
+        node.children.insert(final_key, child);
+    }
+    Ok(())
+}
+
+fn load_rate_limit(
+    file: &str,
+    map: &serde_yaml::Mapping,
+    full_key: &str,
+    shadow_mode: bool,
+    quota_mode: bool,
+    detailed_metric: bool,
+) -> Result<RateLimit, ConfigError> {
+    let f = Fields { file, map };
+    let unlimited = f.boolean("unlimited")?;
+    let unit_name = f.string("unit")?;
+    let unit = Unit::parse(&unit_name);
+    if unlimited {
+        if unit.is_some() {
+            return Err(err(
+                file,
+                "should not specify rate limit unit when unlimited",
+            ));
+        }
+    } else if unit.is_none() {
+        return Err(err(file, format!("invalid rate limit unit '{unit_name}'")));
+    }
+    let name = f.string("name")?;
+    let mut replaces = Vec::new();
+    for r in f.list("replaces")? {
+        let Value::Mapping(m) = r else {
+            return Err(err(
+                file,
+                "error loading config file: replaces must be a list of maps",
+            ));
+        };
+        let rname = Fields { file, map: m }.string("name")?;
+        if rname.is_empty() {
+            return Err(err(file, "should not have an empty replaces entry"));
+        }
+        if rname == name {
+            return Err(err(
+                file,
+                "replaces should not contain name of same descriptor",
+            ));
+        }
+        replaces.push(rname);
+    }
+    let algorithm = match f.string("algorithm")?.as_str() {
+        "" | "fixed_window" => Algorithm::FixedWindow,
+        "sliding_window" => Algorithm::SlidingWindow,
+        "gcra" => Algorithm::Gcra,
+        other => {
+            return Err(err(
+                file,
+                format!(
+                    "invalid rate limit algorithm '{other}': expected fixed_window, sliding_window or gcra"
+                ),
+            ))
+        }
+    };
+    let burst = f.uint32("burst")?;
+    if burst.is_some() && algorithm != Algorithm::Gcra {
+        return Err(err(file, "burst needs algorithm: gcra"));
+    }
+    let unit_multiplier = f.uint32("unit_multiplier")?.unwrap_or(1);
+    if unit_multiplier == 0 {
+        return Err(err(file, "unit_multiplier must be 1 or greater"));
+    }
+    let requests_per_unit = f.uint32("requests_per_unit")?.unwrap_or(0);
+    if algorithm == Algorithm::Gcra && !unlimited && requests_per_unit == 0 {
+        return Err(err(
+            file,
+            "algorithm gcra needs requests_per_unit of 1 or more",
+        ));
+    }
+    Ok(RateLimit {
+        full_key: full_key.to_string(),
+        requests_per_unit,
+        unit: if unlimited { None } else { unit },
+        unit_multiplier,
+        algorithm,
+        burst: burst.unwrap_or(0),
+        unlimited,
+        shadow_mode,
+        quota_mode,
+        name,
+        replaces,
+        detailed_metric,
+        share_threshold_pattern: None,
+        is_override: false,
+    })
+}
+
+/// Whether `value` matches a pattern split on `*` (each `*` matches any
+/// run of characters, the empty one included).
+fn wildcard_match(parts: &[String], value: &str) -> bool {
+    let (Some(first), Some(last)) = (parts.first(), parts.last()) else {
+        return false;
+    };
+    if parts.len() == 1 {
+        return first == value;
+    }
+    if !value.starts_with(first.as_str()) || !value.ends_with(last.as_str()) {
+        return false;
+    }
+    let fixed: usize = parts.iter().map(String::len).sum();
+    if value.len() < fixed {
+        return false;
+    }
+    let mut rest = &value[first.len()..value.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part.as_str()) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+impl Config {
+    /// Loads files in order; with `merge`, files of one domain are merged
+    /// (a later file's descriptors join the domain's), else refused.
+    pub fn load(files: &[ConfigFile], merge: bool) -> Result<Config, ConfigError> {
+        let mut config = Config::default();
+        for file in files {
+            let name = file.name.as_str();
+            let root: Value = serde_yaml::from_str(&file.text)
+                .map_err(|e| err(name, format!("error loading config file: {e}")))?;
+            let root_map = match &root {
+                Value::Mapping(m) => m.clone(),
+                Value::Null => serde_yaml::Mapping::new(),
+                other => {
+                    return Err(err(
+                        name,
+                        format!(
+                        "error loading config file: cannot unmarshal {} into the config's root map",
+                        render(other)
+                    ),
+                    ))
+                }
+            };
+            validate_keys(name, &root_map)?;
+            let f = Fields {
+                file: name,
+                map: &root_map,
+            };
+            let domain = f.string("domain")?;
+            if domain.is_empty() {
+                return Err(err(name, "config file cannot have empty domain"));
+            }
+            let descriptors = f.list("descriptors")?;
+            if config.domains.contains_key(&domain) && !merge {
+                return Err(err(
+                    name,
+                    format!("duplicate domain '{domain}' in config file"),
+                ));
+            }
+            let node = config.domains.entry(domain.clone()).or_default();
+            load_descriptors(name, node, &format!("{domain}."), descriptors)?;
+        }
+        Ok(config)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.domains.is_empty()
+    }
+
+    pub fn has_domain(&self, domain: &str) -> bool {
+        self.domains.contains_key(domain)
+    }
+
+    /// A readable dump of every limit (the debug port's `/rlconfig`).
+    pub fn dump(&self) -> String {
+        let mut lines = Vec::new();
+        fn walk(node: &Node, lines: &mut Vec<String>) {
+            if let Some(l) = &node.limit {
+                lines.push(format!(
+                    "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}",
+                    l.full_key,
+                    l.unit.map(Unit::name).unwrap_or("UNKNOWN"),
+                    l.requests_per_unit,
+                    l.shadow_mode,
+                    l.quota_mode
+                ));
+            }
+            for child in node.children.values() {
+                walk(child, lines);
+            }
+        }
+        for node in self.domains.values() {
+            walk(node, &mut lines);
+        }
+        lines.sort();
+        let mut out = lines.join("\n");
+        out.push('\n');
+        out
+    }
+
+    /// The limit for one descriptor of a request in `domain`, with the
+    /// reference's rules; `None` when no rule matches (the descriptor is
+    /// then OK without a limit) or the domain is unknown.
+    pub fn get_limit(
+        &self,
+        domain: &str,
+        entries: &[Entry],
+        limit_override: Option<Override>,
+    ) -> Option<RateLimit> {
+        let root = self.domains.get(domain)?;
+        if let Some(o) = limit_override {
+            let unit = Unit::from_proto(o.unit);
+            return Some(RateLimit {
+                full_key: descriptor_key(domain, entries),
+                requests_per_unit: o.requests_per_unit,
+                // An override with an unknown unit cannot be windowed: treat
+                // it as a limit of one second, as no valid Envoy config sends it.
+                unit: Some(unit.unwrap_or(Unit::Second)),
+                unit_multiplier: 1,
+                algorithm: Algorithm::FixedWindow,
+                burst: 0,
+                unlimited: false,
+                shadow_mode: false,
+                quota_mode: false,
+                name: String::new(),
+                replaces: Vec::new(),
+                detailed_metric: false,
+                share_threshold_pattern: None,
+                is_override: true,
+            });
+        }
+        let mut node = root;
+        let mut found: Option<RateLimit> = None;
+        let mut detailed_key = domain.to_string();
+        let mut value_key = domain.to_string();
+        let mut share: HashMap<usize, String> = HashMap::new();
+        for (i, entry) in entries.iter().enumerate() {
+            let kv = format!("{}_{}", entry.key, entry.value);
+            detailed_key.push('.');
+            detailed_key.push_str(&kv);
+            let mut next = node.children.get(&kv);
+            let mut matched_wildcard: Option<&str> = None;
+            if next.is_none() {
+                for (wkey, parts) in &node.wildcards {
+                    if wildcard_match(parts, &kv) {
+                        next = node.children.get(wkey);
+                        matched_wildcard = Some(wkey);
+                        break;
+                    }
+                }
+            }
+            let matched_using_value = next.is_some();
+            if next.is_none() {
+                next = node.children.get(&entry.key);
+            }
+            if let (Some(_), Some(n)) = (matched_wildcard, next) {
+                if n.share_threshold && !n.wildcard_pattern.is_empty() {
+                    let prefix = format!("{}_", entry.key);
+                    let pat = n
+                        .wildcard_pattern
+                        .strip_prefix(&prefix)
+                        .unwrap_or(&n.wildcard_pattern);
+                    share.insert(i, pat.to_string());
+                }
+            }
+            value_key.push('.');
+            match next {
+                Some(n) => {
+                    let value_to_use: String = if let Some(w) = matched_wildcard {
+                        if let Some(p) = share.get(&i) {
+                            p.clone()
+                        } else if n.value_to_metric {
+                            entry.value.clone()
+                        } else {
+                            let prefix = format!("{}_", entry.key);
+                            w.strip_prefix(&prefix).unwrap_or(w).to_string()
+                        }
+                    } else if matched_using_value || n.value_to_metric {
+                        entry.value.clone()
+                    } else {
+                        String::new()
+                    };
+                    value_key.push_str(&entry.key);
+                    if !value_to_use.is_empty() {
+                        value_key.push('_');
+                        value_key.push_str(&value_to_use);
+                    }
+                }
+                None => value_key.push_str(&entry.key),
+            }
+            if let Some(n) = next {
+                if let Some(l) = &n.limit {
+                    if i == entries.len() - 1 {
+                        let mut l = (**l).clone();
+                        if !share.is_empty() {
+                            let mut pats = vec![String::new(); entries.len()];
+                            for (idx, p) in &share {
+                                pats[*idx] = p.clone();
+                            }
+                            l.share_threshold_pattern = Some(pats);
+                        }
+                        found = Some(l);
+                    }
+                }
+            }
+            match next {
+                Some(n) if !n.children.is_empty() => node = n,
+                _ => break,
+            }
+        }
+        let mut limit = found?;
+        if limit.detailed_metric {
+            limit.full_key = match &limit.share_threshold_pattern {
+                Some(pats) => {
+                    let mut k = domain.to_string();
+                    for (i, e) in entries.iter().enumerate() {
+                        k.push('.');
+                        k.push_str(&e.key);
+                        match pats.get(i).filter(|p| !p.is_empty()) {
+                            Some(p) => {
+                                k.push('_');
+                                k.push_str(p);
+                            }
+                            None if !e.value.is_empty() => {
+                                k.push('_');
+                                k.push_str(&e.value);
+                            }
+                            None => {}
+                        }
+                    }
+                    k
+                }
+                None => detailed_key,
+            };
+        } else {
+            limit.full_key = value_key;
+        }
+        Some(limit)
+    }
+}
+
+/// The stats key of an override: `domain.key_value.key2_value2`.
+pub fn descriptor_key(domain: &str, entries: &[Entry]) -> String {
+    let mut k = String::new();
+    for e in entries {
+        if !k.is_empty() {
+            k.push('.');
+        }
+        k.push_str(&e.key);
+        if !e.value.is_empty() {
+            k.push('_');
+            k.push_str(&e.value);
+        }
+    }
+    format!("{domain}.{k}")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,237 @@
+use super::*;
+
+fn load(text: &str) -> Result<Config, ConfigError> {
+    Config::load(
+        &[ConfigFile {
+            name: "config.test".into(),
+            text: text.into(),
+        }],
+        false,
+    )
+}
+
+fn e(k: &str, v: &str) -> Entry {
+    Entry {
+        key: k.into(),
+        value: v.into(),
+    }
+}
+
+const BASIC: &str = r#"
+domain: rl
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: second
+      requests_per_unit: 5
+  - key: path
+    value: /login
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+      name: login
+  - key: path
+    rate_limit:
+      unit: hour
+      requests_per_unit: 100
+  - key: user
+    descriptors:
+      - key: plan
+        value: free
+        rate_limit: {unit: day, requests_per_unit: 10}
+  - key: file
+    value: doc*
+    share_threshold: true
+    rate_limit: {unit: minute, requests_per_unit: 3}
+  - key: internal
+    rate_limit: {unlimited: true}
+"#;
+
+#[test]
+fn key_and_value_before_key_only() {
+    let c = load(BASIC).unwrap();
+    let l = c.get_limit("rl", &[e("path", "/login")], None).unwrap();
+    assert_eq!((l.requests_per_unit, l.unit), (2, Some(Unit::Minute)));
+    assert_eq!(l.full_key, "rl.path_/login");
+    let l = c.get_limit("rl", &[e("path", "/other")], None).unwrap();
+    assert_eq!((l.requests_per_unit, l.unit), (100, Some(Unit::Hour)));
+    assert_eq!(l.full_key, "rl.path");
+}
+
+#[test]
+fn depth_must_match() {
+    let c = load(BASIC).unwrap();
+    assert!(c.get_limit("rl", &[e("user", "u1")], None).is_none());
+    let l = c
+        .get_limit("rl", &[e("user", "u1"), e("plan", "free")], None)
+        .unwrap();
+    assert_eq!(l.requests_per_unit, 10);
+    assert_eq!(l.full_key, "rl.user.plan_free");
+    assert!(c
+        .get_limit("rl", &[e("remote_address", "1.2.3.4"), e("x", "y")], None)
+        .is_none());
+    assert!(c.get_limit("other", &[e("path", "/login")], None).is_none());
+    assert!(c.get_limit("rl", &[e("nothing", "x")], None).is_none());
+}
+
+#[test]
+fn wildcards_and_share_threshold() {
+    let c = load(BASIC).unwrap();
+    let l = c.get_limit("rl", &[e("file", "docs.pdf")], None).unwrap();
+    assert_eq!(l.requests_per_unit, 3);
+    assert_eq!(l.share_threshold_pattern, Some(vec!["doc*".to_string()]));
+    assert_eq!(l.full_key, "rl.file_doc*");
+    assert!(c.get_limit("rl", &[e("file", "image.png")], None).is_none());
+    let parts: Vec<String> = "a*b*c".split('*').map(String::from).collect();
+    assert!(wildcard_match(&parts, "abc"));
+    assert!(wildcard_match(&parts, "a-x-b-y-c"));
+    assert!(!wildcard_match(&parts, "a-c-b"));
+}
+
+#[test]
+fn unlimited_and_override() {
+    let c = load(BASIC).unwrap();
+    let l = c.get_limit("rl", &[e("internal", "x")], None).unwrap();
+    assert!(l.unlimited);
+    let o = Override {
+        requests_per_unit: 42,
+        unit: 3,
+    };
+    let l = c.get_limit("rl", &[e("anything", "v")], Some(o)).unwrap();
+    assert_eq!((l.requests_per_unit, l.unit), (42, Some(Unit::Hour)));
+    assert_eq!(l.full_key, "rl.anything_v");
+    assert!(!l.shadow_mode && l.is_override);
+    // An override still needs a known domain.
+    assert!(c.get_limit("nope", &[e("a", "b")], Some(o)).is_none());
+}
+
+#[test]
+fn detailed_metric_and_value_to_metric() {
+    let c = load(
+        "domain: d\ndescriptors:\n  - key: k\n    detailed_metric: true\n    rate_limit: {unit: second, requests_per_unit: 1}\n  - key: v\n    value_to_metric: true\n    rate_limit: {unit: second, requests_per_unit: 1}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        c.get_limit("d", &[e("k", "abc")], None).unwrap().full_key,
+        "d.k_abc"
+    );
+    assert_eq!(
+        c.get_limit("d", &[e("v", "xyz")], None).unwrap().full_key,
+        "d.v_xyz"
+    );
+}
+
+fn error_of(text: &str) -> String {
+    load(text).unwrap_err().0
+}
+
+#[test]
+fn validation_errors_word_for_word() {
+    assert_eq!(
+        error_of("domain: ''\n"),
+        "config.test: config file cannot have empty domain"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - value: v\n"),
+        "config.test: descriptor has empty key"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n  - key: k\n"),
+        "config.test: duplicate descriptor composite key 'd.k'"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n"),
+        "config.test: invalid rate limit unit 'fortnight'"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, unlimited: true}\n"),
+        "config.test: should not specify rate limit unit when unlimited"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limt: {}\n"),
+        "config.test: config error, unknown key 'rate_limt'"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, name: a, replaces: [{name: a}]}\n"),
+        "config.test: replaces should not contain name of same descriptor"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, replaces: [{name: ''}]}\n"),
+        "config.test: should not have an empty replaces entry"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    value: v\n    share_threshold: true\n"),
+        "config.test: share_threshold can only be used with wildcard values (containing '*'), but found key 'k_v'"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - 5\n"),
+        "config.test: config error, yaml file contains list of type other than map: 5"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1.5}\n"),
+        "config.test: error checking config"
+    );
+    assert!(error_of("domain: [unclosed\n").starts_with("config.test: error loading config file: "));
+}
+
+#[test]
+fn duplicate_domains_and_merge() {
+    let files = vec![
+        ConfigFile {
+            name: "config.a".into(),
+            text: "domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: second, requests_per_unit: 1}\n".into(),
+        },
+        ConfigFile {
+            name: "config.b".into(),
+            text: "domain: d\ndescriptors:\n  - key: b\n    rate_limit: {unit: second, requests_per_unit: 2}\n".into(),
+        },
+    ];
+    assert_eq!(
+        Config::load(&files, false).unwrap_err().0,
+        "config.b: duplicate domain 'd' in config file"
+    );
+    let c = Config::load(&files, true).unwrap();
+    assert_eq!(
+        c.get_limit("d", &[e("b", "x")], None)
+            .unwrap()
+            .requests_per_unit,
+        2
+    );
+    assert_eq!(
+        c.get_limit("d", &[e("a", "x")], None)
+            .unwrap()
+            .requests_per_unit,
+        1
+    );
+}
+
+#[test]
+fn reference_example_keys_load() {
+    // quota_mode and metadata appear in the reference's own example.yaml.
+    let c = load("domain: d\ndescriptors:\n  - key: k\n    quota_mode: true\n    metadata: {team: x, tags: [a, b], n: 1.5}\n    rate_limit: {unit: day, requests_per_unit: 10}\n").unwrap();
+    assert!(c.get_limit("d", &[e("k", "v")], None).unwrap().quota_mode);
+}
+
+#[test]
+fn extensions() {
+    let c = load("domain: d\ndescriptors:\n  - key: g\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: gcra, burst: 20}\n  - key: s\n    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_window, unit_multiplier: 5}\n").unwrap();
+    let g = c.get_limit("d", &[e("g", "1")], None).unwrap();
+    assert_eq!((g.algorithm, g.burst), (Algorithm::Gcra, 20));
+    let s = c.get_limit("d", &[e("s", "1")], None).unwrap();
+    assert_eq!(
+        (s.algorithm, s.window_seconds()),
+        (Algorithm::SlidingWindow, 300)
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, algorithm: leaky}\n"),
+        "config.test: invalid rate limit algorithm 'leaky': expected fixed_window, sliding_window or gcra"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, burst: 3}\n"),
+        "config.test: burst needs algorithm: gcra"
+    );
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1, unit_multiplier: 0}\n"),
+        "config.test: unit_multiplier must be 1 or greater"
+    );
+}

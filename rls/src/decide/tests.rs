@@ -1,0 +1,132 @@
+use super::*;
+use crate::config::{Algorithm, RateLimit, Unit};
+
+fn rl(rpu: u32) -> RateLimit {
+    RateLimit {
+        full_key: "d.k".into(),
+        requests_per_unit: rpu,
+        unit: Some(Unit::Minute),
+        unit_multiplier: 1,
+        algorithm: Algorithm::FixedWindow,
+        burst: 0,
+        unlimited: false,
+        shadow_mode: false,
+        quota_mode: false,
+        name: String::new(),
+        replaces: vec![],
+        detailed_metric: false,
+        share_threshold_pattern: None,
+        is_override: false,
+    }
+}
+
+fn out(over: bool, before: u64, after: u64, cap: u64) -> Outcome {
+    Outcome {
+        index: 0,
+        over,
+        before,
+        after,
+        remaining: if over { 0 } else { cap - after },
+        capacity: cap,
+        reset_secs: None,
+    }
+}
+
+#[test]
+fn hits_rules() {
+    assert_eq!(hits(Some(0), 5), 0);
+    assert_eq!(hits(None, 0), 1);
+    assert_eq!(hits(None, 3), 3);
+}
+
+#[test]
+fn stats_as_the_reference_counts_them() {
+    // limit 10, near threshold 8: 7 -> 9 is within with one near hit
+    let (s, d) = judge(&rl(10), &out(false, 7, 9, 10), 2, 0.8, 0);
+    assert_eq!((s.code, s.limit_remaining), (Code::Ok, 1));
+    assert_eq!((d.within_limit, d.near_limit, d.over_limit), (2, 1, 0));
+    // 8 -> 13: 3 over, 2 near
+    let (s, d) = judge(&rl(10), &out(true, 8, 13, 10), 5, 0.8, 0);
+    assert_eq!(s.code, Code::OverLimit);
+    assert_eq!((d.over_limit, d.near_limit, d.within_limit), (3, 2, 0));
+    // already over: every hit is over
+    let (_, d) = judge(&rl(10), &out(true, 12, 13, 10), 1, 0.8, 0);
+    assert_eq!((d.over_limit, d.near_limit), (1, 0));
+    assert_eq!(d.total_hits, 1);
+    assert_eq!(reset_after(60, 130), 50);
+}
+
+#[test]
+fn shadow_mode_answers_ok_and_counts() {
+    let mut l = rl(10);
+    l.shadow_mode = true;
+    let (s, d) = judge(&l, &out(true, 10, 11, 10), 1, 0.8, 0);
+    assert_eq!(s.code, Code::Ok);
+    assert_eq!((d.shadow_mode, d.over_limit), (1, 1));
+}
+
+#[test]
+fn replaces_and_unlimited() {
+    let mut a = rl(1);
+    a.name = "a".into();
+    let mut b = rl(2);
+    b.replaces = vec!["a".into()];
+    let mut u = rl(0);
+    u.unlimited = true;
+    let checks = limits_to_check(vec![Some(a), Some(b.clone()), Some(u), None]);
+    assert_eq!(checks[0], Check::NoLimit);
+    assert_eq!(checks[1], Check::Limit(b));
+    assert_eq!(checks[2], Check::Unlimited);
+    assert_eq!(checks[3], Check::NoLimit);
+}
+
+fn status(code: Code, rem: u32) -> Status {
+    Status {
+        code,
+        current_limit: Some((10, Unit::Minute, String::new())),
+        limit_remaining: rem,
+        duration_until_reset_secs: Some(1),
+    }
+}
+
+#[test]
+fn overall_code_and_quota_mode() {
+    let mut q = rl(1);
+    q.quota_mode = true;
+    let quotas = vec![Check::Limit(q.clone()), Check::Limit(q.clone())];
+    let o = overall(
+        &quotas,
+        &[status(Code::OverLimit, 0), status(Code::Ok, 3)],
+        false,
+        false,
+    );
+    assert_eq!(o.code, Code::Ok, "one quota over, not all of them");
+    let checks = vec![Check::Limit(q.clone()), Check::Limit(rl(1))];
+    let o = overall(
+        &checks,
+        &[status(Code::Ok, 5), status(Code::OverLimit, 0)],
+        false,
+        false,
+    );
+    assert_eq!((o.code, o.header_from), (Code::OverLimit, Some(1)));
+    let o = overall(
+        &[Check::Limit(q)],
+        &[status(Code::OverLimit, 0)],
+        false,
+        false,
+    );
+    assert_eq!(o.code, Code::OverLimit, "every quota descriptor over");
+    let o = overall(&checks[1..], &[status(Code::OverLimit, 0)], false, true);
+    assert!(o.code == Code::Ok && o.global_shadow_hit);
+    let o = overall(
+        &checks,
+        &[status(Code::Ok, 5), status(Code::Ok, 2)],
+        false,
+        false,
+    );
+    assert_eq!(
+        o.header_from,
+        Some(1),
+        "the descriptor closest to its limit"
+    );
+}

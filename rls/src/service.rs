@@ -1,0 +1,282 @@
+//! The v3 `RateLimitService`: turns a request into a plan, runs it on the
+//! backend, and answers with the decisions. Thin: the rules live in
+//! `config`, `plan` and `decide`.
+
+use std::sync::{Arc, RwLock};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
+    DescriptorStatus, RateLimit as PbRateLimit,
+};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::google::protobuf::Duration as PbDuration;
+use tonic::{Request, Response, Status as GrpcStatus};
+
+use crate::backend::Backend;
+use crate::config::{Config, Entry, Override, Unit};
+use crate::decide::{self, Check, Code, Status};
+use crate::log;
+use crate::plan::{self, Charge, Mode};
+use crate::settings::Settings;
+use crate::stats::Stats;
+
+pub struct State {
+    pub settings: Settings,
+    pub config: RwLock<Option<Arc<Config>>>,
+    pub backend: Arc<Backend>,
+    /// `REDIS_PERSECOND`: the backend of limits whose unit is a second.
+    pub per_second: Option<Arc<Backend>>,
+    pub stats: Stats,
+    pub cluster: bool,
+}
+
+/// A failed call: the gRPC error and which stat counts it.
+pub struct Failure {
+    pub message: String,
+    pub redis: bool,
+}
+
+impl State {
+    pub fn current_config(&self) -> Option<Arc<Config>> {
+        self.config
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn mode(&self) -> Mode {
+        if self.settings.all_or_nothing || self.settings.stop_cache_key_increment_when_overlimit {
+            Mode::AllOrNothing
+        } else {
+            Mode::Reference
+        }
+    }
+
+    /// Decides one request.
+    pub async fn should_rate_limit(
+        &self,
+        req: &RateLimitRequest,
+    ) -> Result<RateLimitResponse, Failure> {
+        let service_err = |m: &str| Failure {
+            message: m.to_string(),
+            redis: false,
+        };
+        if req.domain.is_empty() {
+            return Err(service_err("rate limit domain must not be empty"));
+        }
+        if req.descriptors.is_empty() {
+            return Err(service_err("rate limit descriptor list must not be empty"));
+        }
+        let Some(config) = self.current_config() else {
+            return Err(service_err("no rate limit configuration loaded"));
+        };
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        if !config.has_domain(&req.domain) {
+            self.stats.add(
+                &format!(
+                    "ratelimit.service.rate_limit.{}.domain_not_found",
+                    req.domain
+                ),
+                // Per descriptor, as the reference counts each lookup.
+                req.descriptors.len() as u64,
+            );
+        }
+        let entries: Vec<Vec<Entry>> = req.descriptors.iter().map(entries_of).collect();
+        let matched = req
+            .descriptors
+            .iter()
+            .zip(&entries)
+            .map(|(d, e)| {
+                let o = d.limit.as_ref().map(|l| Override {
+                    requests_per_unit: l.requests_per_unit,
+                    unit: l.unit,
+                });
+                config.get_limit(&req.domain, e, o)
+            })
+            .collect();
+        let checks = decide::limits_to_check(matched);
+        let hits: Vec<u64> = req
+            .descriptors
+            .iter()
+            .map(|d| decide::hits(d.hits_addend.as_ref().map(|h| h.value), req.hits_addend))
+            .collect();
+        let mode = self.mode();
+        let tag = (self.cluster && mode == Mode::AllOrNothing).then_some(req.domain.as_str());
+        let mut charges = Vec::new();
+        let mut per_second = Vec::new();
+        for (i, check) in checks.iter().enumerate() {
+            if let Check::Limit(l) = check {
+                let key = plan::cache_key(
+                    &self.settings.cache_key_prefix,
+                    tag,
+                    &req.domain,
+                    &entries[i],
+                    l,
+                    now,
+                );
+                let c = Charge {
+                    index: i,
+                    key,
+                    limit: l.clone(),
+                    hits: hits[i],
+                };
+                if self.per_second.is_some() && l.unit == Some(Unit::Second) {
+                    per_second.push(c);
+                } else {
+                    charges.push(c);
+                }
+            }
+        }
+        let mut outcomes = self.run(&self.backend, &charges, mode).await?;
+        if let Some(ps) = &self.per_second {
+            outcomes.extend(self.run(ps, &per_second, mode).await?);
+        }
+        let (statuses, deltas) = decide::statuses(
+            &checks,
+            &hits,
+            &outcomes,
+            self.settings.near_limit_ratio,
+            now,
+        );
+        for (key, d) in &deltas {
+            self.stats.add_limit(key, d);
+        }
+        let overall = decide::overall(
+            &checks,
+            &statuses,
+            self.settings.quota_mode,
+            self.settings.shadow_mode,
+        );
+        if overall.global_shadow_hit {
+            self.stats.add("ratelimit.service.global_shadow_mode", 1);
+        }
+        let mut resp = RateLimitResponse {
+            overall_code: pb_code(overall.code),
+            statuses: statuses.iter().map(pb_status).collect(),
+            ..Default::default()
+        };
+        if self.settings.limit_response_headers_enabled {
+            if let Some(s) = overall.header_from.and_then(|i| statuses.get(i)) {
+                if let Some((rpu, _, _)) = &s.current_limit {
+                    let h = |k: &str, v: String| HeaderValue {
+                        key: k.to_string(),
+                        value: v,
+                        ..Default::default()
+                    };
+                    resp.response_headers_to_add = vec![
+                        h(&self.settings.header_limit, rpu.to_string()),
+                        h(
+                            &self.settings.header_remaining,
+                            s.limit_remaining.to_string(),
+                        ),
+                        h(
+                            &self.settings.header_reset,
+                            s.duration_until_reset_secs.unwrap_or(0).to_string(),
+                        ),
+                    ];
+                }
+            }
+        }
+        Ok(resp)
+    }
+
+    async fn run(
+        &self,
+        backend: &Backend,
+        charges: &[Charge],
+        mode: Mode,
+    ) -> Result<Vec<plan::Outcome>, Failure> {
+        if charges.is_empty() {
+            return Ok(Vec::new());
+        }
+        let p = plan::plan(charges, mode);
+        let replies = backend.run(&p).await.map_err(|e| Failure {
+            message: format!("redis error: {e}"),
+            redis: true,
+        })?;
+        plan::interpret(&p, charges, &replies).map_err(|e| Failure {
+            message: format!("redis error: unexpected reply: {}", e.0),
+            redis: true,
+        })
+    }
+}
+
+fn entries_of(d: &RateLimitDescriptor) -> Vec<Entry> {
+    d.entries
+        .iter()
+        .map(|e| Entry {
+            key: e.key.clone(),
+            value: e.value.clone(),
+        })
+        .collect()
+}
+
+fn pb_code(c: Code) -> i32 {
+    match c {
+        Code::Ok => 1,
+        Code::OverLimit => 2,
+    }
+}
+
+fn pb_status(s: &Status) -> DescriptorStatus {
+    DescriptorStatus {
+        code: pb_code(s.code),
+        current_limit: s
+            .current_limit
+            .as_ref()
+            .map(|(rpu, unit, name)| PbRateLimit {
+                name: name.clone(),
+                requests_per_unit: *rpu,
+                unit: unit.proto(),
+            }),
+        limit_remaining: s.limit_remaining,
+        duration_until_reset: s.duration_until_reset_secs.map(|secs| PbDuration {
+            seconds: i64::try_from(secs).unwrap_or(i64::MAX),
+            nanos: 0,
+        }),
+        ..Default::default()
+    }
+}
+
+/// The gRPC face of the service.
+pub struct Grpc(pub Arc<State>);
+
+#[tonic::async_trait]
+impl RateLimitService for Grpc {
+    async fn should_rate_limit(
+        &self,
+        request: Request<RateLimitRequest>,
+    ) -> Result<Response<RateLimitResponse>, GrpcStatus> {
+        let start = Instant::now();
+        let st = &self.0;
+        st.stats
+            .add("ratelimit_server.ShouldRateLimit.total_requests", 1);
+        let r = st.should_rate_limit(request.get_ref()).await;
+        st.stats.time(
+            "ratelimit_server.ShouldRateLimit.response_time",
+            start.elapsed().as_secs_f64(),
+        );
+        match r {
+            Ok(resp) => Ok(Response::new(resp)),
+            Err(f) => {
+                let stat = if f.redis {
+                    "redis_error"
+                } else {
+                    "service_error"
+                };
+                st.stats.add(
+                    &format!("ratelimit.service.call.should_rate_limit.{stat}"),
+                    1,
+                );
+                log::debug(&format!("ShouldRateLimit failed: {}", f.message));
+                Err(GrpcStatus::unknown(f.message))
+            }
+        }
+    }
+}

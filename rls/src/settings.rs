@@ -1,0 +1,379 @@
+//! Settings from the environment, with envoyproxy/ratelimit's variable
+//! names and defaults for what this service has. Pure: reads through a
+//! lookup function so tests need no process environment.
+
+use std::time::Duration;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub host: String,
+    pub port: u16,
+    pub grpc_host: String,
+    pub grpc_port: u16,
+    pub debug_host: String,
+    pub debug_port: u16,
+    pub log_level: String,
+    pub log_format: String,
+    pub use_statsd: bool,
+    pub statsd_host: String,
+    pub statsd_port: u16,
+    pub stats_flush_interval: Duration,
+    pub disable_stats: bool,
+    pub use_prometheus: bool,
+    pub prometheus_addr: String,
+    pub prometheus_path: String,
+    pub runtime_root: String,
+    pub runtime_subdirectory: String,
+    pub runtime_appdirectory: String,
+    pub runtime_ignore_dot_files: bool,
+    pub runtime_watch_root: bool,
+    pub expiration_jitter_max_seconds: i64,
+    pub near_limit_ratio: f32,
+    pub cache_key_prefix: String,
+    pub backend_type: String,
+    pub stop_cache_key_increment_when_overlimit: bool,
+    pub limit_response_headers_enabled: bool,
+    pub header_limit: String,
+    pub header_remaining: String,
+    pub header_reset: String,
+    pub healthy_with_at_least_one_config_loaded: bool,
+    pub force_start_without_initial_config: bool,
+    pub redis: RedisSettings,
+    pub redis_per_second: Option<RedisSettings>,
+    pub shadow_mode: bool,
+    pub quota_mode: bool,
+    pub merge_domain_config: bool,
+    /// Extension: charge a request's descriptors all-or-nothing.
+    pub all_or_nothing: bool,
+    /// Extension: how often the runtime directory is checked for changes.
+    pub runtime_poll_interval: Duration,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RedisSettings {
+    pub socket_type: String,
+    /// `SINGLE`, `CLUSTER` or `SENTINEL`.
+    pub kind: String,
+    pub url: String,
+    pub pool_size: usize,
+    pub auth: String,
+    pub tls: bool,
+    pub tls_skip_hostname_verification: bool,
+    pub sentinel_auth: String,
+    pub timeout: Duration,
+}
+
+/// A setting that cannot be read: the variable and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingsError(pub String);
+
+impl std::fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+struct Env<'a>(&'a dyn Fn(&str) -> Option<String>);
+
+impl Env<'_> {
+    fn s(&self, name: &str, default: &str) -> String {
+        (self.0)(name).unwrap_or_else(|| default.to_string())
+    }
+
+    fn b(&self, name: &str, default: bool) -> Result<bool, SettingsError> {
+        match (self.0)(name) {
+            None => Ok(default),
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "1" | "t" | "true" => Ok(true),
+                "0" | "f" | "false" => Ok(false),
+                _ => Err(SettingsError(format!(
+                    "{name}: invalid boolean '{v}' (expected true or false)"
+                ))),
+            },
+        }
+    }
+
+    fn n<T: std::str::FromStr>(&self, name: &str, default: T) -> Result<T, SettingsError> {
+        match (self.0)(name) {
+            None => Ok(default),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|_| SettingsError(format!("{name}: invalid number '{v}'"))),
+        }
+    }
+
+    fn d(&self, name: &str, default: Duration) -> Result<Duration, SettingsError> {
+        match (self.0)(name) {
+            None => Ok(default),
+            Some(v) => parse_duration(&v)
+                .ok_or_else(|| SettingsError(format!("{name}: invalid duration '{v}'"))),
+        }
+    }
+}
+
+/// Go's duration syntax as the reference's settings take it (`10s`,
+/// `500ms`, `1m30s`, `24h`, `0`).
+pub fn parse_duration(s: &str) -> Option<Duration> {
+    let s = s.trim();
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut total: f64 = 0.0;
+    let mut rest = s;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        if num_len == 0 {
+            return None;
+        }
+        let n: f64 = rest[..num_len].parse().ok()?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        rest = &rest[unit_len..];
+        total += n * scale;
+    }
+    Some(Duration::from_secs_f64(total))
+}
+
+/// `HOST:PORT` or `:PORT` (all interfaces, as Go reads it).
+pub fn split_addr(addr: &str) -> Option<(String, u16)> {
+    let (host, port) = addr.rsplit_once(':')?;
+    let port = port.parse().ok()?;
+    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    Some((
+        host.trim_matches(|c| c == '[' || c == ']').to_string(),
+        port,
+    ))
+}
+
+impl Settings {
+    pub fn from_env() -> Result<Settings, SettingsError> {
+        Settings::from_lookup(&|k| std::env::var(k).ok())
+    }
+
+    pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Settings, SettingsError> {
+        let e = Env(lookup);
+        let redis = |prefix: &str, default_url: &str| -> Result<RedisSettings, SettingsError> {
+            Ok(RedisSettings {
+                socket_type: e.s(&format!("{prefix}_SOCKET_TYPE"), "unix"),
+                kind: e
+                    .s(&format!("{prefix}_TYPE"), "SINGLE")
+                    .to_ascii_uppercase(),
+                url: e.s(&format!("{prefix}_URL"), default_url),
+                pool_size: e.n(&format!("{prefix}_POOL_SIZE"), 10)?,
+                auth: e.s(&format!("{prefix}_AUTH"), ""),
+                tls: e.b(&format!("{prefix}_TLS"), false)?,
+                tls_skip_hostname_verification: e
+                    .b("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false)?,
+                sentinel_auth: e.s(&format!("{prefix}_SENTINEL_AUTH"), ""),
+                timeout: e.d(&format!("{prefix}_TIMEOUT"), Duration::from_secs(10))?,
+            })
+        };
+        let use_statsd = e.b("USE_STATSD", true)?;
+        let use_prometheus = e.b("USE_PROMETHEUS", false)?;
+        if use_statsd && use_prometheus {
+            return Err(SettingsError(
+                "USE_STATSD and USE_PROMETHEUS cannot both be true: set USE_STATSD=false to use Prometheus".into(),
+            ));
+        }
+        let backend_type = e.s("BACKEND_TYPE", "redis");
+        if backend_type != "redis" {
+            return Err(SettingsError(format!(
+                "BACKEND_TYPE: '{backend_type}' is not supported (only redis, through redis-cell)"
+            )));
+        }
+        let s = Settings {
+            host: e.s("HOST", "0.0.0.0"),
+            port: e.n("PORT", 8080)?,
+            grpc_host: e.s("GRPC_HOST", "0.0.0.0"),
+            grpc_port: e.n("GRPC_PORT", 8081)?,
+            debug_host: e.s("DEBUG_HOST", "0.0.0.0"),
+            debug_port: e.n("DEBUG_PORT", 6070)?,
+            log_level: e.s("LOG_LEVEL", "WARN").to_ascii_uppercase(),
+            log_format: e.s("LOG_FORMAT", "text").to_ascii_lowercase(),
+            use_statsd,
+            statsd_host: e.s("STATSD_HOST", "localhost"),
+            statsd_port: e.n("STATSD_PORT", 8125)?,
+            stats_flush_interval: e.d("STATS_FLUSH_INTERVAL", Duration::from_secs(10))?,
+            disable_stats: e.b("DISABLE_STATS", false)?,
+            use_prometheus,
+            prometheus_addr: e.s("PROMETHEUS_ADDR", ":9090"),
+            prometheus_path: e.s("PROMETHEUS_PATH", "/metrics"),
+            runtime_root: e.s("RUNTIME_ROOT", "/srv/runtime_data/current"),
+            runtime_subdirectory: e.s("RUNTIME_SUBDIRECTORY", ""),
+            runtime_appdirectory: e.s("RUNTIME_APPDIRECTORY", "config"),
+            runtime_ignore_dot_files: e.b("RUNTIME_IGNOREDOTFILES", false)?,
+            runtime_watch_root: e.b("RUNTIME_WATCH_ROOT", true)?,
+            expiration_jitter_max_seconds: e.n("EXPIRATION_JITTER_MAX_SECONDS", 300)?,
+            near_limit_ratio: e.n("NEAR_LIMIT_RATIO", 0.8)?,
+            cache_key_prefix: e.s("CACHE_KEY_PREFIX", ""),
+            backend_type,
+            stop_cache_key_increment_when_overlimit: e
+                .b("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", false)?,
+            limit_response_headers_enabled: e.b("LIMIT_RESPONSE_HEADERS_ENABLED", false)?,
+            header_limit: e.s("LIMIT_LIMIT_HEADER", "RateLimit-Limit"),
+            header_remaining: e.s("LIMIT_REMAINING_HEADER", "RateLimit-Remaining"),
+            header_reset: e.s("LIMIT_RESET_HEADER", "RateLimit-Reset"),
+            healthy_with_at_least_one_config_loaded: e
+                .b("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
+            force_start_without_initial_config: e.b("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
+            redis: redis("REDIS", "/var/run/nutcracker/ratelimit.sock")?,
+            redis_per_second: if e.b("REDIS_PERSECOND", false)? {
+                Some(redis(
+                    "REDIS_PERSECOND",
+                    "/var/run/nutcracker/ratelimitpersecond.sock",
+                )?)
+            } else {
+                None
+            },
+            shadow_mode: e.b("SHADOW_MODE", false)?,
+            quota_mode: e.b("QUOTA_MODE", false)?,
+            merge_domain_config: e.b("MERGE_DOMAIN_CONFIG", false)?,
+            all_or_nothing: e.b("ALL_OR_NOTHING", false)?,
+            runtime_poll_interval: e.d("RUNTIME_POLL_INTERVAL", Duration::from_secs(1))?,
+        };
+        if !(0.0..=1.0).contains(&s.near_limit_ratio) {
+            return Err(SettingsError(format!(
+                "NEAR_LIMIT_RATIO: {} is not between 0 and 1",
+                s.near_limit_ratio
+            )));
+        }
+        Ok(s)
+    }
+
+    /// The directory whose files are the configuration, and the prefix their
+    /// runtime names get (`config.` for `config/x.yaml` under a watched root).
+    pub fn config_dir(&self) -> (std::path::PathBuf, String) {
+        let mut base = std::path::PathBuf::from(&self.runtime_root);
+        if !self.runtime_subdirectory.is_empty() {
+            base.push(&self.runtime_subdirectory);
+        }
+        base.push(&self.runtime_appdirectory);
+        let prefix = if self.runtime_watch_root {
+            format!("{}.", self.runtime_appdirectory)
+        } else {
+            String::new()
+        };
+        (base, prefix)
+    }
+}
+
+/// The Redis URL the `redis` crate takes, from the reference's settings: a
+/// `host:port` (tcp), a socket path (unix), or a full `redis://` URL.
+pub fn redis_url(r: &RedisSettings, host_port: &str) -> String {
+    if host_port.contains("://") {
+        return host_port.to_string();
+    }
+    let scheme = if r.tls { "rediss" } else { "redis" };
+    let insecure = if r.tls && r.tls_skip_hostname_verification {
+        "/#insecure"
+    } else {
+        ""
+    };
+    let auth = if r.auth.is_empty() {
+        String::new()
+    } else if let Some((user, pass)) = r.auth.split_once(':') {
+        format!("{user}:{pass}@")
+    } else {
+        format!(":{}@", r.auth)
+    };
+    if r.socket_type == "unix" && host_port.starts_with('/') {
+        return format!("unix://{host_port}");
+    }
+    format!("{scheme}://{auth}{host_port}{insecure}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        let m: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(&move |k| m.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_are_the_references() {
+        let s = settings(&[]).unwrap();
+        assert_eq!((s.port, s.grpc_port, s.debug_port), (8080, 8081, 6070));
+        assert_eq!(s.runtime_root, "/srv/runtime_data/current");
+        assert_eq!(s.runtime_appdirectory, "config");
+        assert!(s.use_statsd && !s.use_prometheus);
+        assert_eq!(s.prometheus_addr, ":9090");
+        assert_eq!(s.near_limit_ratio, 0.8);
+        assert_eq!(s.header_limit, "RateLimit-Limit");
+        assert_eq!(s.stats_flush_interval, Duration::from_secs(10));
+        assert_eq!(s.redis.kind, "SINGLE");
+        assert!(s.redis_per_second.is_none());
+    }
+
+    #[test]
+    fn two_stats_sinks_refuse_to_start() {
+        let e = settings(&[("USE_PROMETHEUS", "true")]).unwrap_err();
+        assert!(e.0.contains("USE_STATSD and USE_PROMETHEUS"), "{e}");
+        let s = settings(&[("USE_PROMETHEUS", "true"), ("USE_STATSD", "false")]).unwrap();
+        assert!(s.use_prometheus);
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        assert_eq!(
+            settings(&[("GRPC_PORT", "http")]).unwrap_err().0,
+            "GRPC_PORT: invalid number 'http'"
+        );
+        assert_eq!(
+            settings(&[("SHADOW_MODE", "yes")]).unwrap_err().0,
+            "SHADOW_MODE: invalid boolean 'yes' (expected true or false)"
+        );
+        assert!(settings(&[("NEAR_LIMIT_RATIO", "1.5")]).is_err());
+        assert!(settings(&[("BACKEND_TYPE", "memcache")]).is_err());
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("10"), None);
+        assert_eq!(parse_duration("1y"), None);
+    }
+
+    #[test]
+    fn redis_urls_from_the_references_settings() {
+        let mut r = settings(&[]).unwrap().redis;
+        r.socket_type = "tcp".into();
+        assert_eq!(redis_url(&r, "127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        r.auth = "secret".into();
+        assert_eq!(redis_url(&r, "h:1"), "redis://:secret@h:1");
+        r.auth = "user:pw".into();
+        r.tls = true;
+        r.tls_skip_hostname_verification = true;
+        assert_eq!(redis_url(&r, "h:1"), "rediss://user:pw@h:1/#insecure");
+        r.socket_type = "unix".into();
+        r.tls = false;
+        assert_eq!(redis_url(&r, "/tmp/r.sock"), "unix:///tmp/r.sock");
+        assert_eq!(split_addr(":9090"), Some(("0.0.0.0".into(), 9090)));
+        assert_eq!(split_addr("127.0.0.1:1"), Some(("127.0.0.1".into(), 1)));
+    }
+}

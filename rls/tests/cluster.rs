@@ -1,0 +1,136 @@
+//! A three-master Redis Cluster started by the test: the reference's keys
+//! spread over the slots; all-or-nothing requests use the domain's hash tag
+//! so that one CL.THROTTLEALL covers their keys.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use support::*;
+
+const CONFIG: &str = r#"
+domain: c
+descriptors:
+  - key: a
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: b
+    rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: g
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1, algorithm: gcra}
+"#;
+
+fn cluster() -> Vec<Redis> {
+    let nodes: Vec<Redis> = (0..3)
+        .map(|_| {
+            let conf = tempdir("nodes").join("nodes.conf");
+            Redis::start_with(&[
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                conf.to_str().unwrap(),
+            ])
+        })
+        .collect();
+    let mut args = vec!["--cluster".to_string(), "create".into()];
+    args.extend(nodes.iter().map(|n| n.url()));
+    args.extend([
+        "--cluster-replicas".into(),
+        "0".into(),
+        "--cluster-yes".into(),
+    ]);
+    let out = Command::new("redis-cli")
+        .args(&args)
+        .output()
+        .expect("redis-cli --cluster create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for n in &nodes {
+        wait_until("cluster_state:ok", Duration::from_secs(20), || {
+            n.cmd(&["CLUSTER", "INFO"]).contains("cluster_state:ok")
+        });
+    }
+    nodes
+}
+
+fn total(nodes: &[Redis], key: &str) -> i64 {
+    // The key lives on one node; the others answer MOVED (not an integer).
+    nodes
+        .iter()
+        .filter_map(|n| {
+            let r = n.cmd(&["GET", key]);
+            r.starts_with('$')
+                .then(|| r.lines().nth(1).and_then(|l| l.trim().parse::<i64>().ok()))
+                .flatten()
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_masters() {
+    not_near_hour_end();
+    let nodes = cluster();
+    let seeds = nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(",");
+    let window = now_secs() / 3600 * 3600;
+
+    // Reference mode: each descriptor's key on its own slot's node.
+    let rls = Rls::start(&seeds, &[("c.yaml", CONFIG)], &[("REDIS_TYPE", "cluster")]);
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(
+            call(
+                &mut c,
+                request("c", vec![desc(&[("a", &u)]), desc(&[("b", &u)])]),
+            )
+            .await
+            .overall_code,
+        );
+    }
+    assert_eq!(got, vec![OK, OK, OVER]);
+    assert_eq!(total(&nodes, &format!("c_a_{u}_{window}")), 3);
+    assert_eq!(total(&nodes, &format!("c_b_{u}_{window}")), 3);
+    // A shadow GCRA rule beside them: its peek and SHADOW call go together.
+    for _ in 0..2 {
+        let r = call(
+            &mut c,
+            request("c", vec![desc(&[("b", &u)]), desc(&[("g", &u)])]),
+        )
+        .await;
+        assert_eq!(r.overall_code, OK);
+    }
+    assert_eq!(
+        rls.metric("ratelimit_service_rate_limit_shadow_mode{domain=\"c\",key1=\"g\"}"),
+        1
+    );
+    drop(c);
+    drop(rls);
+
+    // All-or-nothing: one slot per domain ({c}), refused requests charge nothing.
+    let rls = Rls::start(
+        &seeds,
+        &[("c.yaml", CONFIG)],
+        &[("REDIS_TYPE", "CLUSTER"), ("ALL_OR_NOTHING", "true")],
+    );
+    let mut c = rls.client().await;
+    let v = unique("v");
+    let mut got = Vec::new();
+    for _ in 0..3 {
+        got.push(
+            call(
+                &mut c,
+                request("c", vec![desc(&[("a", &v)]), desc(&[("b", &v)])]),
+            )
+            .await
+            .overall_code,
+        );
+    }
+    assert_eq!(got, vec![OK, OK, OVER]);
+    assert_eq!(total(&nodes, &format!("{{c}}c_a_{v}_{window}")), 2);
+    assert_eq!(total(&nodes, &format!("{{c}}c_b_{v}_{window}")), 2);
+}
