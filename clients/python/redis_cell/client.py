@@ -48,8 +48,11 @@ class Cell:
         self.client = client
         self._engine = engine_of(engine)
         self._script: Script | None = None
-        # redis-py leaves execute_command untyped: every reply is read by a parser.
-        self._send: Callable[..., Any] = client.execute_command
+
+    def _send(self, *words: Any, **options: Any) -> Any:
+        # Looked up at each call (not kept bound), so that a client patched
+        # or wrapped later is the one used.
+        return cast(Any, self.client).execute_command(*words, **options)
 
     @property
     def is_cluster(self) -> bool:
