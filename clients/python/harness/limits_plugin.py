@@ -45,7 +45,10 @@ _CLUSTER = ("redis+cluster://localhost:7001", "async+redis+cluster://localhost:7
 
 
 def _ours(uri: str) -> str:
-    return uri.replace("redis", "rediscell", 1)
+    uri = uri.replace("redis", "rediscell", 1)
+    if CONFIG.get("engine"):
+        uri = f"{uri.rstrip('/')}/?engine={CONFIG['engine']}"
+    return uri
 
 
 def _variants(uri: str) -> list[tuple[str, str]]:

@@ -4,9 +4,9 @@ same descriptions; only the engine (see ``_engine``) decides how."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ._types import (
     Decision,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import TypeAlias
 
 __all__ = [
     "Decision",
@@ -21,7 +21,7 @@ __all__ = [
 
 #: A duration as the commands read it: seconds (``60``, ``0.5``) or a number
 #: with a unit (``"500ms"``, ``"15m"``, ``"1h"``, ``"1d"``).
-Duration = Union[int, float, str]
+Duration: TypeAlias = int | float | str
 
 
 @dataclass(frozen=True)
@@ -144,4 +144,4 @@ class Policy:
         return ["POLICY", self.name]
 
 
-Limiter = Union[Gcra, Sliding, Fixed, Policy]
+Limiter: TypeAlias = Gcra | Sliding | Fixed | Policy

@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Coroutine
-from typing import Any, Callable, TypeVar, Union, cast
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
 from redis.exceptions import ResponseError
-from typing_extensions import Concatenate, ParamSpec
 
 from . import _commands as c
 from ._commands import Call
@@ -57,9 +56,11 @@ class AsyncCell:
 
             self._errors = (ResponseError, CoredisResponseError)
 
-    async def _send(self, *words: Any, key_range: tuple[int, int] | None = None) -> Any:
+    async def _send(
+        self, *words: Any, key_range: tuple[int, int] | None = None, **routing: Any
+    ) -> Any:
         if not self._coredis:
-            return await cast(Any, self.client).execute_command(*words)
+            return await cast(Any, self.client).execute_command(*words, **routing)
         # coredis takes any command as RedisCommand(name, arguments); in a
         # cluster it finds the node from the key arguments' range.
         from coredis.typing import RedisCommand
@@ -81,13 +82,18 @@ class AsyncCell:
         return self._engine
 
     async def detect(self) -> Engine:
-        """Asks the server which engine it has (COMMAND INFO, then FUNCTION LIST)."""
-        has_command = await self._send("COMMAND INFO", "CL.THROTTLE")
+        """Asks the server which engine it has (COMMAND INFO, then FUNCTION LIST)
+        and uses it from now on."""
+        # Keyless: a cluster client is told which node (any) rather than
+        # left to look for a key in the arguments.
+        node: dict[str, Any] = {"target_nodes": RedisCluster.RANDOM} if self.is_cluster else {}
+        has_command = await self._send("COMMAND INFO", "CL.THROTTLE", **node)
         try:
-            has_library = await self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY)
+            has_library = await self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY, **node)
         except self._errors as error:
             has_library = error
-        return choose(has_command, has_library)
+        self._engine = choose(has_command, has_library)
+        return self._engine
 
     async def load_functions(self, replace: bool = True) -> None:
         """Loads the twin's library shipped in this package (FUNCTION LOAD), on

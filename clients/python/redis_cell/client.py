@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, TypeVar, Union, cast
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
 
 import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import ResponseError
-from typing_extensions import Concatenate, ParamSpec
 
 from . import _commands as c
 from ._commands import Call
@@ -65,13 +65,18 @@ class Cell:
         return self._engine
 
     def detect(self) -> Engine:
-        """Asks the server which engine it has (COMMAND INFO, then FUNCTION LIST)."""
-        has_command = self._send("COMMAND INFO", "CL.THROTTLE")
+        """Asks the server which engine it has (COMMAND INFO, then FUNCTION LIST)
+        and uses it from now on."""
+        # Keyless: a cluster client is told which node (any) rather than
+        # left to look for a key in the arguments.
+        node: dict[str, Any] = {"target_nodes": RedisCluster.RANDOM} if self.is_cluster else {}
+        has_command = self._send("COMMAND INFO", "CL.THROTTLE", **node)
         try:
-            has_library = self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY)
+            has_library = self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY, **node)
         except ResponseError as error:
             has_library = error
-        return choose(has_command, has_library)
+        self._engine = choose(has_command, has_library)
+        return self._engine
 
     def load_functions(self, replace: bool = True) -> None:
         """Loads the twin's library shipped in this package (FUNCTION LOAD), on
