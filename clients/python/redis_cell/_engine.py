@@ -87,9 +87,11 @@ def typed(error: Exception) -> Exception:
     NOPERM, READONLY, ...) unchanged."""
     if isinstance(error, CellError):
         return error
-    if type(error).__name__ != "ResponseError":
+    text, kind = str(error), type(error).__name__
+    if kind == "WrongTypeError":  # coredis: the code is the class, cut from the text
+        return from_response(text if text.startswith("WRONGTYPE") else "WRONGTYPE " + text)
+    if kind != "ResponseError":
         return error
-    text = str(error)
     if text.split(" ", 1)[0] not in _CODES and not text.startswith("ERR "):
         text = "ERR " + text
     return from_response(text)
