@@ -257,6 +257,7 @@ def main() -> int:
                 name: str = name,
                 common: dict[str, str] = common,
                 plugin: list[str] = plugin,
+                base: int = base,
             ) -> None:
                 env = {
                     **common,
