@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import logging
 import os
 import statistics
 import subprocess
@@ -95,6 +96,7 @@ def app_rate(uri: str, seconds: float) -> float:
     from werkzeug.serving import make_server
 
     redis.Redis("127.0.0.1", PORT).flushall()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     app = Flask("bench")
     limiter = Limiter(
         get_remote_address, app=app, storage_uri=uri, strategy="moving-window",
