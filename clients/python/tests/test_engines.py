@@ -9,8 +9,12 @@ import pytest
 import redis
 import redis.asyncio
 import redis.cluster
+from limits import RateLimitItemPerMinute
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
 from redis.exceptions import NoPermissionError
 
+import redis_cell.limits  # noqa: F401
 from redis_cell import (
     AsyncCell,
     Cell,
@@ -84,6 +88,12 @@ def test_acl_user_without_command(module_client: redis.Redis, key: str) -> None:
             Cell(limited).throttle(key, 1, 1, 60)
         assert Cell(limited, engine="module").throttle(key, 1, 1, 60).remaining == 1
         limited.close()
+        port = module_client.connection_pool.connection_kwargs["port"]
+        storage = storage_from_string(f"rediscell://{user}:pw@127.0.0.1:{port}?engine=module")
+        item = RateLimitItemPerMinute(1)
+        assert MovingWindowRateLimiter(storage).hit(item, key + ":m")
+        assert FixedWindowRateLimiter(storage).hit(item, key + ":f")
+        assert not FixedWindowRateLimiter(storage).hit(item, key + ":f")
     finally:
         module_client.execute_command("ACL DELUSER", user)
 
