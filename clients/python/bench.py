@@ -21,6 +21,7 @@ import argparse
 import http.client
 import logging
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -37,8 +38,16 @@ from limits.strategies import MovingWindowRateLimiter
 import redis_cell.limits  # noqa: F401  (registers rediscell://)
 
 REPO = Path(__file__).resolve().parents[2]
-PORT = 23990
-HTTP_PORT = 23991
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+PORT = _free_port()
+HTTP_PORT = _free_port()
 
 
 def start_server(binary: str, module: str) -> subprocess.Popen[bytes]:

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servers import Server, form_cluster, has_functions
+from servers import Server, form_cluster, has_functions, start
 
 # limits' tests that fail for limits' own Redis storage on this two-core
 # machine under load (their windows are a few hundred ms wide, or the test
@@ -223,20 +223,16 @@ def main() -> int:
     jobs: list[Job] = []
     own: list[Job] = []
     try:
-        for i, (name, binary) in enumerate(servers):
-            base = 23000 + 20 * i
-            with_module = Server(binary, base, work / "servers", module, cluster=False)
-            without = Server(binary, base + 1, work / "servers", None, cluster=False)
-            cluster = [
-                Server(binary, base + 10 + k, work / "servers", module, cluster=True)
-                for k in range(3)
-            ]
+        for name, binary in servers:
+            root = work / "servers"
             # Each suite flushes its server: runs at the same time get their own.
-            second = Server(binary, base + 2, work / "servers", module, cluster=False)
-            third = Server(binary, base + 3, work / "servers", module, cluster=False)
-            started += [with_module, without, second, third, *cluster]
-            for s in (with_module, without, second, third, *cluster):
-                s.wait()
+            with_module, second, third = start(binary, 3, root, module, cluster=False)
+            started += [with_module, second, third]
+            (without,) = start(binary, 1, root, None, cluster=False)
+            started.append(without)
+            cluster = start(binary, 3, root, module, cluster=True)
+            started += cluster
+            base = with_module.port
             form_cluster(cluster)
             if has_functions(without):
                 sys.path.insert(0, str(repo / "clients/python"))
@@ -250,7 +246,7 @@ def main() -> int:
             own_env = {
                 "CELL_SERVER": name,
                 "CELL_MODULE_PORT": str(base),
-                "CELL_TWIN_PORT": str(base + 1),
+                "CELL_TWIN_PORT": str(without.port),
                 "CELL_TWIN_ENGINE": twin_engine,
                 "CELL_CLUSTER_PORTS": ",".join(map(str, ports)),
                 "CELL_REPO": str(repo),
@@ -269,7 +265,7 @@ def main() -> int:
                 name: str = name,
                 common: dict[str, str] = common,
                 plugin: list[str] = plugin,
-                base: int = base,
+                without_port: int = without.port,
             ) -> None:
                 env = {
                     **common,
@@ -278,7 +274,7 @@ def main() -> int:
                 }
                 job = Job(f"limits-{label}-{name}", [*plugin, *files], limits_dir, env)
                 if config.get("theirs"):
-                    plain = {**config, "port": base + 1}
+                    plain = {**config, "port": without_port}
                     job.control = {"REDIS_CELL_HARNESS": json.dumps(plain)}
                 jobs.append(job)
 
@@ -288,19 +284,19 @@ def main() -> int:
             if name in ("redis-7.0", "valkey-9.1"):
                 limits_job(
                     "module-redispy",
-                    {"mode": "module", "port": base + 2, "theirs": True},
+                    {"mode": "module", "port": second.port, "theirs": True},
                     ASYNC_FILES,
                     "redispy",
                 )
             if name in ("redis-7.0", "valkey-8.1"):
                 limits_job("cluster", {"mode": "cluster", "ports": ports}, LIMITS_FILES, "redispy")
             if name in ("redis-8.2", "valkey-9.1", "redis-6.2"):
-                twin = {"mode": "twin", "port": base + 1}
+                twin = {"mode": "twin", "port": without.port}
                 if twin_engine == "eval":
                     twin["engine"] = "eval"
                 limits_job("twin", twin, LIMITS_FILES, "coredis")
             if name in ("redis-7.0", "valkey-9.1"):
-                env = {**common, "REDIS_CELL_HARNESS": json.dumps({"port": base + 3})}
+                env = {**common, "REDIS_CELL_HARNESS": json.dumps({"port": third.port})}
                 jobs.append(
                     Job(
                         f"flask-limiter-{name}",
@@ -312,7 +308,7 @@ def main() -> int:
         # Our own tests first, alone on their servers (the suites flush them);
         # then the suites, the longest first, so that the pool ends together.
         jobs.sort(key=lambda j: (not j.name.startswith("limits-module-"), j.name))
-        workers = int(os.environ.get("CELL_JOBS", "4"))
+        workers = int(os.environ.get("CELL_JOBS", "6"))
         with ThreadPoolExecutor(workers) as pool:
             done = list(pool.map(lambda j: run_job(j, python, logs), own))
         with ThreadPoolExecutor(workers) as pool:

@@ -4,7 +4,9 @@ A server that does not answer fails the run with its log."""
 
 from __future__ import annotations
 
+import random
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -54,6 +56,47 @@ class Server:
                 self.process.wait(5)
             except subprocess.TimeoutExpired:
                 self.process.kill()
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_ports(count: int, cluster: bool = False) -> list[int]:
+    """``count`` consecutive loopback ports that are free now (and, for a
+    cluster, their bus ports, port + 10000), from a random start: the
+    machine is shared, so fixed ports may be taken."""
+    while True:
+        start = random.randrange(20000, 29000)
+        ports = list(range(start, start + count))
+        wanted = ports + [p + 10000 for p in ports] if cluster else ports
+        if all(_free(p) for p in wanted):
+            return ports
+
+
+def start(binary: str, count: int, root: Path, module: str | None, cluster: bool) -> list[Server]:
+    """``count`` servers on free ports, started and answering; another set of
+    ports is tried if one was taken in between (up to five times)."""
+    for attempt in range(5):
+        ports = free_ports(count, cluster)
+        servers = [Server(binary, p, root, module, cluster) for p in ports]
+        try:
+            for s in servers:
+                s.wait()
+            return servers
+        except RuntimeError:
+            for s in servers:
+                s.stop()
+            if attempt == 4 or not any(
+                "Address already in use" in s.log.read_text(errors="replace") for s in servers
+            ):
+                raise
+    raise AssertionError("unreachable")
 
 
 def form_cluster(nodes: list[Server]) -> None:
