@@ -22,21 +22,22 @@ from redis_cell import (
 
 
 def test_throttle_peek_refund(cell: Cell, key: str) -> None:
-    assert cell.throttle(key, 15, 30, 60) == Decision(False, 16, 15, -1, 2)
-    assert cell.peek(key, 15, 30, 60) == Decision(False, 16, 15, -1, 2)
-    assert cell.throttle(key, 15, 30, 60, quantity=15).remaining == 0
-    refused = cell.throttle(key, 15, 30, 60)
-    assert refused.limited and refused.retry_after > 0 and not refused.allowed
-    assert cell.refund(key, 15, 30, 60, 16).remaining == 16
-    ms = cell.throttle(key, 15, 30, "60s", ms=True)
-    assert ms.reset_after == 2000
+    # 30 per hour: a token every 120 s, so a slow machine changes nothing.
+    assert cell.throttle(key, 15, 30, 3600) == Decision(False, 16, 15, -1, 120)
+    assert cell.peek(key, 15, 30, 3600) == Decision(False, 16, 15, -1, 120)
+    assert cell.throttle(key, 15, 30, 3600, quantity=15).remaining == 0
+    refused = cell.throttle(key, 15, 30, 3600)
+    assert refused.limited and 0 < refused.retry_after <= 120 and not refused.allowed
+    assert cell.refund(key, 15, 30, 3600, 16).remaining == 16
+    ms = cell.throttle(key, 15, 30, "1h", ms=True)
+    assert ms.reset_after == 120_000
 
 
 def test_reserve(cell: Cell, key: str) -> None:
-    first = cell.reserve(key, 0, 10, 1, max_wait=1, ms=True)
-    assert first == Decision(False, 1, 0, -1, 100)
-    second = cell.reserve(key, 0, 10, 1, max_wait=1, ms=True)
-    assert not second.limited and 0 < second.retry_after <= 100
+    first = cell.reserve(key, 0, 1, 60, max_wait=120, ms=True)
+    assert first == Decision(False, 1, 0, -1, 60_000)
+    second = cell.reserve(key, 0, 1, 60, max_wait=120, ms=True)
+    assert not second.limited and 0 < second.retry_after <= 60_000
 
 
 def test_throttle_all(cell: Cell, key: str) -> None:
@@ -56,8 +57,11 @@ def test_throttle_all(cell: Cell, key: str) -> None:
 
 def test_sliding_window(cell: Cell, key: str) -> None:
     assert cell.sw_allow(key, 5, "1m", 5) == Decision(False, 5, 0, -1, 60)
-    assert cell.sw_allow(key, 5, 60) == Decision(True, 5, 0, 60, 60)
-    assert cell.sw_peek(key, 5, 60) == Decision(False, 5, 0, -1, 60)
+    refused = cell.sw_allow(key, 5, 60)
+    assert refused.limited and (refused.limit, refused.remaining) == (5, 0)
+    assert 55 <= refused.retry_after <= 60 and refused.reset_after == refused.retry_after
+    peek = cell.sw_peek(key, 5, 60)
+    assert not peek.limited and peek.remaining == 0
     assert cell.sw_refund(key, 5, 60, 2).remaining == 2
     approx = key + ":a"
     assert cell.sw_allow(approx, 5, 60, approx=True).remaining == 4
@@ -126,9 +130,9 @@ def test_operator_commands(cell: Cell, key: str) -> None:
 
 
 async def test_async_helpers(acell: AsyncCell, key: str) -> None:
-    assert await acell.throttle(key, 15, 30, 60) == Decision(False, 16, 15, -1, 2)
-    assert (await acell.peek(key, 15, 30, 60)).remaining == 15
-    assert (await acell.refund(key, 15, 30, 60, 1)).remaining == 16
+    assert await acell.throttle(key, 15, 30, 3600) == Decision(False, 16, 15, -1, 120)
+    assert (await acell.peek(key, 15, 30, 3600)).remaining == 15
+    assert (await acell.refund(key, 15, 30, 3600, 1)).remaining == 16
     assert not (await acell.reserve(key + ":r", 0, 10, 1, max_wait=1)).limited
     pair = await acell.throttle_all(
         [(f"{{{key}}}:a", Gcra(1, 1, 1)), (f"{{{key}}}:b", Sliding(1, 60))]
