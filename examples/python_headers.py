@@ -1,10 +1,12 @@
-"""Rate-limit HTTP requests from Python (redis-py) with redis-cell.
+"""Rate-limit HTTP requests from Python with redis-cell, through the
+`redis-cell` package (clients/python: `pip install ./clients/python`).
 
 Usage: REDIS_URL=redis://localhost:6379 python3 examples/python_headers.py [user] [mode]
 
 Where the server has no redis-cell module (a managed service), the same code
-runs on the Functions twin in functions/: `cell()` below picks the module's
-commands or the twin's functions once, with the same replies.
+runs on the Functions twin in functions/: `cell()` below uses the module's
+commands where the server has them, and otherwise loads the twin, which the
+package ships (on Redis 6.2, without functions, its EVAL script).
 
 Modes (each prints what the application would do):
   headers  CL.THROTTLE: the HTTP status and headers for 18 requests
@@ -19,118 +21,94 @@ import time
 
 import redis
 
-TWIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "functions")
+from redis_cell import Cell, EngineNotFoundError, Fixed, Gcra
 
 
-def cell(r: redis.Redis):
-    """Returns call(command, *args), to create once, for redis-cell's
-    commands written as for the module (`call("CL.THROTTLE", key, 15, 30,
-    60)`): the module's command where the server has it, otherwise the
-    Functions twin, loaded if absent (FCALL; EVALSHA before Redis 7.0).
-    The replies are the same either way."""
-    if r.execute_command("COMMAND INFO", "CL.THROTTLE")[0] is not None:
-        return r.execute_command
-
-    def keys_of(command, args):
-        # CL.THROTTLEALL numkeys key...; every other command: one key.
-        if command.upper() == "CL.THROTTLEALL":
-            n = int(args[0])
-            return args[1:1 + n], args[1 + n:]
-        return args[:1], args[1:]
-
+def cell(r: redis.Redis) -> Cell:
+    """The module's commands where the server has them; otherwise this
+    application installs the twin itself (the package never does so
+    silently): FUNCTION LOAD, or the EVAL script before Redis 7.0."""
+    c = Cell(r)
     try:
-        if not r.execute_command("FUNCTION LIST", "LIBRARYNAME", "redis_cell"):
-            with open(os.path.join(TWIN, "redis_cell.lua")) as f:
-                r.execute_command("FUNCTION LOAD", f.read())
-
-        def fcall(command, *args):
-            keys, rest = keys_of(command, args)
-            return r.execute_command("FCALL", command.lower().replace(".", "_"), len(keys), *keys, *rest)
-        return fcall
-    except redis.ResponseError as e:
-        if "unknown command" not in str(e):
-            raise
-    with open(os.path.join(TWIN, "redis_cell_eval.lua")) as f:
-        script = r.register_script(f.read())
-
-    def evalsha(command, *args):
-        keys, rest = keys_of(command, args)
-        return script(keys=keys, args=[command.lower(), *rest])
-    return evalsha
+        c.detect()
+    except EngineNotFoundError:
+        try:
+            c.load_functions()
+        except redis.ResponseError as e:
+            if "unknown command" not in str(e):
+                raise
+            c = Cell(r, engine="eval")
+    return c
 
 
-def throttle(call, user: str) -> tuple[int, dict[str, str]]:
+def throttle(c: Cell, user: str) -> tuple[int, dict[str, str]]:
     """Returns (status, headers) for one request of `user`:
     15 requests per minute, bursts of up to 16."""
-    limited, limit, remaining, retry_after, reset_after = call(
-        "CL.THROTTLE", f"rl:{user}", 15, 15, 60, 1
-    )
+    d = c.throttle(f"rl:{user}", max_burst=15, count=15, period=60)
     headers = {
-        "RateLimit-Limit": str(limit),
-        "RateLimit-Remaining": str(remaining),
-        "RateLimit-Reset": str(reset_after),
+        "RateLimit-Limit": str(d.limit),
+        "RateLimit-Remaining": str(d.remaining),
+        "RateLimit-Reset": str(d.reset_after),
     }
-    if limited:
-        headers["Retry-After"] = str(retry_after)
+    if d.limited:
+        headers["Retry-After"] = str(d.retry_after)
         return 429, headers
     return 200, headers
 
 
-def throttle_tiered(call, user: str) -> tuple[int, dict[str, str]]:
+def throttle_tiered(c: Cell, user: str) -> tuple[int, dict[str, str]]:
     """Two limits at once, all or nothing: 5 per second (bursts of 5) and
     8 per day (calendar days, UTC). Durations come in milliseconds (MS);
     the headers round them up to whole seconds, so that a client that
-    waits Retry-After is never early. The reply's last field says which
-    limit bound."""
-    limited, limit, remaining, retry_ms, reset_ms, index = call(
-        "CL.THROTTLEALL", 2, f"{{rl:{user}}}:sec", f"{{rl:{user}}}:day",
-        "GCRA", 4, 5, 1,
-        "FW", 8, 86400, "ALIGN",
-        "MS",
+    waits Retry-After is never early. `index` says which limit bound."""
+    d = c.throttle_all(
+        [
+            (f"{{rl:{user}}}:sec", Gcra(max_burst=4, count=5, period=1)),
+            (f"{{rl:{user}}}:day", Fixed(limit=8, window=86400, align=True)),
+        ],
+        ms=True,
     )
     headers = {
-        "RateLimit-Limit": str(limit),
-        "RateLimit-Remaining": str(remaining),
-        "RateLimit-Reset": str(math.ceil(reset_ms / 1000)),
-        "RateLimit-Policy": ["5;w=1", "8;w=86400"][index - 1],
+        "RateLimit-Limit": str(d.limit),
+        "RateLimit-Remaining": str(d.remaining),
+        "RateLimit-Reset": str(math.ceil(d.reset_after / 1000)),
+        "RateLimit-Policy": ["5;w=1", "8;w=86400"][d.index - 1],
     }
-    if limited:
-        if retry_ms >= 0:
-            headers["Retry-After"] = str(math.ceil(retry_ms / 1000))
+    if d.limited:
+        if d.retry_after >= 0:
+            headers["Retry-After"] = str(math.ceil(d.retry_after / 1000))
         return 429, headers
     return 200, headers
 
 
-def call_when_allowed(call, api: str, request):
+def call_when_allowed(c: Cell, api: str, request):
     """Waits for a slot of `api` (100 calls per second, no burst, at most
     1 s of waiting) and then calls it; returns (waited ms, result), or None
     when no slot comes within a second."""
-    limited, _limit, _remaining, wait_ms, _reset = call(
-        "CL.RESERVE", f"rl:api:{api}", 0, 100, 1, "MAXWAIT", 1, "MS"
-    )
-    if limited:
+    d = c.reserve(f"rl:api:{api}", max_burst=0, count=100, period=1, max_wait=1, ms=True)
+    if d.limited:
         return None
-    waited = max(wait_ms, 0)
+    waited = max(d.retry_after, 0)
     if waited:
         time.sleep(waited / 1000)
     return waited, request()
 
 
 def main() -> None:
-    call = cell(redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://localhost:6379")))
+    c = cell(redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://localhost:6379")))
     user = sys.argv[1] if len(sys.argv) > 1 else "user123"
     mode = sys.argv[2] if len(sys.argv) > 2 else "headers"
     if mode == "headers":
         for _ in range(18):
-            status, headers = throttle(call, user)
+            status, headers = throttle(c, user)
             print(status, " ".join(f"{k}: {v}" for k, v in headers.items()))
     elif mode == "tiered":
         for _ in range(7):
-            status, headers = throttle_tiered(call, user)
+            status, headers = throttle_tiered(c, user)
             print(status, " ".join(f"{k}: {v}" for k, v in headers.items()))
     elif mode == "worker":
         for i in range(10):
-            waited, result = call_when_allowed(call, user, lambda: f"response {i}")
+            waited, result = call_when_allowed(c, user, lambda: f"response {i}")
             print(f"waited {waited} ms, got {result}")
     else:
         sys.exit(f"unknown mode {mode!r}")

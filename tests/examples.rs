@@ -112,7 +112,13 @@ fn python(s: &Server, user: &str, mode: &str) -> Vec<String> {
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
         .env(
             "PYTHONPATH",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/target/deps/python"),
+            // redis-py (scripts/deps) and the redis-cell package from this checkout.
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/target/deps/python:",
+                env!("CARGO_MANIFEST_DIR"),
+                "/clients/python"
+            ),
         )
         .output()
         .expect("python3 is needed to run the Python example");

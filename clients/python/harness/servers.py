@@ -1,0 +1,136 @@
+"""Servers the harness starts on loopback ports: one with the module, one
+without it (for the twin), and three masters of a cluster with the module.
+A server that does not answer fails the run with its log."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import redis
+
+
+class Server:
+    def __init__(self, binary: str, port: int, root: Path, module: str | None, cluster: bool):
+        self.port = port
+        self.dir = root / str(port)
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        args = [
+            binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+            "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
+        ]  # fmt: skip
+        if module:
+            args += ["--loadmodule", module]
+        if cluster:
+            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+        self.log = self.dir / "server.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        self.client = redis.Redis("127.0.0.1", port)
+
+    def wait(self) -> None:
+        deadline = time.monotonic() + 15
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server on {self.port} exited:\n{self.log.read_text()}")
+            try:
+                self.client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(
+                        f"server on {self.port} does not answer:\n{self.log.read_text()}"
+                    ) from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def free_ports(count: int, cluster: bool = False) -> list[int]:
+    """``count`` consecutive loopback ports that are free now (and, for a
+    cluster, their bus ports, port + 10000), from a random start: the
+    machine is shared, so fixed ports may be taken."""
+    while True:
+        start = random.randrange(20000, 29000)
+        ports = list(range(start, start + count))
+        wanted = ports + [p + 10000 for p in ports] if cluster else ports
+        if all(_free(p) for p in wanted):
+            return ports
+
+
+def start(binary: str, count: int, root: Path, module: str | None, cluster: bool) -> list[Server]:
+    """``count`` servers on free ports, started and answering; another set of
+    ports is tried if one was taken in between (up to five times)."""
+    for attempt in range(5):
+        ports = free_ports(count, cluster)
+        servers = [Server(binary, p, root, module, cluster) for p in ports]
+        try:
+            for s in servers:
+                s.wait()
+            return servers
+        except RuntimeError:
+            for s in servers:
+                s.stop()
+            if attempt == 4 or not any(
+                "Address already in use" in s.log.read_text(errors="replace") for s in servers
+            ):
+                raise
+    raise AssertionError("unreachable")
+
+
+def form_cluster(nodes: list[Server]) -> None:
+    """Three masters, the slots split in three, met on loopback."""
+    per = 16384 // len(nodes)
+    for i, node in enumerate(nodes):
+        last = 16383 if i == len(nodes) - 1 else (i + 1) * per - 1
+        node.client.execute_command("CLUSTER ADDSLOTS", *range(i * per, last + 1))
+    for node in nodes[1:]:
+        node.client.execute_command("CLUSTER MEET", "127.0.0.1", nodes[0].port)
+    deadline = time.monotonic() + 30
+    while True:
+        infos: list[Any] = [n.client.execute_command("CLUSTER INFO") for n in nodes]
+        text = [_info(i) for i in infos]
+        if all(
+            t.get("cluster_state") == "ok" and t.get("cluster_known_nodes") == str(len(nodes))
+            for t in text
+        ):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"cluster on {[n.port for n in nodes]} did not form: {text}")
+        time.sleep(0.1)
+
+
+def _info(reply: Any) -> dict[str, str]:
+    if isinstance(reply, dict):
+        return {str(k): str(v) for k, v in reply.items()}
+    text = reply.decode() if isinstance(reply, bytes) else str(reply)
+    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+
+
+def has_functions(server: Server) -> bool:
+    try:
+        server.client.execute_command("FUNCTION LIST")
+        return True
+    except redis.ResponseError:
+        return False

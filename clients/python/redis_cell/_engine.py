@@ -1,0 +1,97 @@
+"""The one place that chooses the engine and turns a call into what is sent.
+
+- ``module``: the module's commands (``CL.THROTTLE key ...``).
+- ``functions``: the Functions twin (``FCALL cl_throttle 1 key ...``), Redis 7.0+
+  and Valkey; the library is loaded only by an explicit ``load_functions()``.
+- ``eval``: the twin's single EVAL script (``EVALSHA <sha> 1 key cl.throttle ...``),
+  for servers with neither (Redis 6.2, some managed services); chosen only
+  explicitly.
+
+Detection (when no engine is given): ``COMMAND INFO CL.THROTTLE``, then
+``FUNCTION LIST LIBRARYNAME redis_cell``; neither is an error naming both.
+An ACL user that may not call ``COMMAND`` or ``FUNCTION`` passes the engine.
+"""
+
+from __future__ import annotations
+
+import enum
+from importlib import resources
+from typing import Any
+
+from ._commands import Call
+from .errors import CellError, EngineNotFoundError, ModuleOnlyError, from_response
+
+LIBRARY = "redis_cell"
+
+
+class Engine(str, enum.Enum):
+    MODULE = "module"
+    FUNCTIONS = "functions"
+    EVAL = "eval"
+
+
+def library_source(name: str = "redis_cell.lua") -> str:
+    """The twin's Lua shipped in this package (the repository's ``functions/``)."""
+    return resources.files("redis_cell").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+def engine_of(value: Engine | str | None) -> Engine | None:
+    return None if value is None else Engine(value)
+
+
+def choose(has_command: Any, has_library: Any) -> Engine:
+    """Decides from the replies of ``COMMAND INFO`` and ``FUNCTION LIST`` (or the
+    error ``FUNCTION LIST`` raised, where there are no functions)."""
+    if isinstance(has_command, list) and has_command and has_command[0] is not None:
+        return Engine.MODULE
+    if isinstance(has_library, list) and has_library:
+        return Engine.FUNCTIONS
+    raise EngineNotFoundError(
+        "redis-cell: the server has neither the module's commands (COMMAND INFO "
+        "CL.THROTTLE found none: load libredis_cell.so) nor the Functions twin's library "
+        f"'{LIBRARY}' (FUNCTION LIST found none: call load_functions() once); or pass "
+        "engine='module', 'functions' or 'eval' explicitly"
+    )
+
+
+def check(call: Call[Any], engine: Engine) -> None:
+    if call.module_only and engine is not Engine.MODULE:
+        raise ModuleOnlyError(
+            f"{call.name} {' '.join(str(a) for a in call.args)}: policies, SHADOW and CL.TOP "
+            "are module-only; the Functions twin has none of them"
+        )
+
+
+def command_args(call: Call[Any], engine: Engine) -> list[Any]:
+    """What ``execute_command`` sends for the module or the functions engine."""
+    if engine is Engine.MODULE:
+        numkeys = [len(call.keys)] if call.numkeys else []
+        return [call.name, *numkeys, *call.keys, *call.args]
+    function = call.name.lower().replace(".", "_")
+    return ["FCALL", function, len(call.keys), *call.keys, *call.args]
+
+
+def eval_args(call: Call[Any]) -> list[Any]:
+    """The EVAL script's ARGV: the command's name, then its arguments."""
+    return [call.name.lower(), *call.args]
+
+
+# Error codes redis-py leaves in front of the text; from any other error
+# redis-py has cut the leading "ERR ", which is put back here so that the
+# exception carries the server's text.
+_CODES = {"WRONGTYPE", "OOM", "BUSY", "NOSCRIPT", "NOREPLICAS", "MISCONF", "CROSSSLOT"}
+
+
+def typed(error: Exception) -> Exception:
+    """A redis-cell error as its typed exception; other errors (connection,
+    NOPERM, READONLY, ...) unchanged."""
+    if isinstance(error, CellError):
+        return error
+    text, kind = str(error), type(error).__name__
+    if kind == "WrongTypeError":  # coredis: the code is the class, cut from the text
+        return from_response(text if text.startswith("WRONGTYPE") else "WRONGTYPE " + text)
+    if kind != "ResponseError":
+        return error
+    if text.split(" ", 1)[0] not in _CODES and not text.startswith("ERR "):
+        text = "ERR " + text
+    return from_response(text)

@@ -1,0 +1,159 @@
+"""``AsyncCell``: redis-cell's commands on redis-py's asyncio clients
+(``redis.asyncio.Redis``, ``redis.asyncio.cluster.RedisCluster``)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Coroutine
+from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
+
+import redis.asyncio
+from redis.asyncio.cluster import RedisCluster
+from redis.commands.core import AsyncScript
+from redis.exceptions import ResponseError
+
+from . import _commands as c
+from ._commands import Call
+from ._engine import (
+    LIBRARY,
+    Engine,
+    check,
+    choose,
+    command_args,
+    engine_of,
+    eval_args,
+    library_source,
+    typed,
+)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+AsyncClient = Union["redis.asyncio.Redis", "RedisCluster"]
+
+
+def _bind(
+    build: Callable[P, Call[T]],
+) -> Callable[Concatenate[AsyncCell, P], Coroutine[Any, Any, T]]:
+    @functools.wraps(build)
+    async def method(self: AsyncCell, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.run(build(*args, **kwargs))
+
+    return method
+
+
+class AsyncCell:
+    """redis-cell on a redis-py asyncio client; see ``Cell``."""
+
+    def __init__(self, client: AsyncClient, engine: Engine | str | None = None) -> None:
+        self.client = client
+        self._engine = engine_of(engine)
+        self._script: AsyncScript | None = None
+        self._coredis = type(client).__module__.startswith("coredis")
+        self._errors: tuple[type[Exception], ...] = (ResponseError,)
+        if self._coredis:
+            from coredis.exceptions import ResponseError as CoredisResponseError
+
+            self._errors = (ResponseError, CoredisResponseError)
+
+    async def _send(
+        self, *words: Any, key_range: tuple[int, int] | None = None, **routing: Any
+    ) -> Any:
+        if not self._coredis:
+            return await cast(Any, self.client).execute_command(*words, **routing)
+        # coredis takes any command as RedisCommand(name, arguments); in a
+        # cluster it finds the node from the key arguments' range.
+        from coredis.typing import RedisCommand
+
+        name, *sub = str(words[0]).split(" ")
+        command = RedisCommand(name.encode(), (*sub, *words[1:]))
+        options: dict[str, Any] = {}
+        if key_range is not None:
+            options["slot_arguments_range"] = (key_range[0] + len(sub), key_range[1] + len(sub))
+        return await cast(Any, self.client).execute_command(command, **options)
+
+    @property
+    def is_cluster(self) -> bool:
+        return isinstance(self.client, RedisCluster)
+
+    async def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = await self.detect()
+        return self._engine
+
+    async def detect(self) -> Engine:
+        """Asks the server which engine it has (COMMAND INFO, then FUNCTION LIST)
+        and uses it from now on."""
+        # Keyless: a cluster client is told which node (any) rather than
+        # left to look for a key in the arguments.
+        node: dict[str, Any] = {"target_nodes": RedisCluster.RANDOM} if self.is_cluster else {}
+        has_command = await self._send("COMMAND INFO", "CL.THROTTLE", **node)
+        try:
+            has_library = await self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY, **node)
+        except self._errors as error:
+            has_library = error
+        self._engine = choose(has_command, has_library)
+        return self._engine
+
+    async def load_functions(self, replace: bool = True) -> None:
+        """Loads the twin's library shipped in this package (FUNCTION LOAD), on
+        every primary of a cluster, and uses it from now on."""
+        words = ["FUNCTION LOAD", *(["REPLACE"] if replace else []), library_source()]
+        if self.is_cluster:
+            await cast(Any, self.client).execute_command(
+                *words, target_nodes=RedisCluster.PRIMARIES
+            )
+        else:
+            await self._send(*words)
+        self._engine = Engine.FUNCTIONS
+
+    async def run(self, call: Call[T]) -> T:
+        """Sends one call with the chosen engine and reads its typed reply."""
+        engine = await self.engine()
+        check(call, engine)
+        try:
+            if engine is Engine.EVAL:
+                if self._script is None:
+                    self._script = cast(Any, self.client).register_script(
+                        library_source("redis_cell_eval.lua")
+                    )
+                reply = await self._script(keys=list(call.keys), args=eval_args(call))
+            elif call.fanout and self.is_cluster:
+                replies = await cast(Any, self.client).execute_command(
+                    *command_args(call, engine), target_nodes=RedisCluster.PRIMARIES
+                )
+                values = list(replies.values()) if isinstance(replies, dict) else [replies]
+                reply = call.merge(values)
+            else:
+                words = command_args(call, engine)
+                first = len(words) - len(call.args) - len(call.keys) - 1
+                key_range = (first, first + len(call.keys)) if call.keys else None
+                reply = await self._send(*words, key_range=key_range)
+        except self._errors as error:
+            converted = typed(error)
+            if converted is error:
+                raise
+            raise converted from error
+        return call.parse(reply)
+
+    throttle = _bind(c.throttle)
+    peek = _bind(c.peek)
+    reserve = _bind(c.reserve)
+    refund = _bind(c.refund)
+    throttle_all = _bind(c.throttle_all)
+    sw_allow = _bind(c.sw_allow)
+    sw_peek = _bind(c.sw_peek)
+    sw_refund = _bind(c.sw_refund)
+    fw_incr = _bind(c.fw_incr)
+    fw_peek = _bind(c.fw_peek)
+    fw_refund = _bind(c.fw_refund)
+    acquire = _bind(c.acquire)
+    release = _bind(c.release)
+    renew = _bind(c.renew)
+    cc_peek = _bind(c.cc_peek)
+    limit = _bind(c.limit)
+    policy_set = _bind(c.policy_set)
+    policy_get = _bind(c.policy_get)
+    policy_del = _bind(c.policy_del)
+    policy_list = _bind(c.policy_list)
+    top = _bind(c.top)

@@ -1,0 +1,137 @@
+"""``Cell``: redis-cell's commands on redis-py's sync clients (``redis.Redis``,
+``redis.cluster.RedisCluster``)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
+
+import redis
+from redis.cluster import RedisCluster
+from redis.commands.core import Script
+from redis.exceptions import ResponseError
+
+from . import _commands as c
+from ._commands import Call
+from ._engine import (
+    LIBRARY,
+    Engine,
+    check,
+    choose,
+    command_args,
+    engine_of,
+    eval_args,
+    library_source,
+    typed,
+)
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+SyncClient = Union["redis.Redis", "RedisCluster"]
+
+
+def _bind(build: Callable[P, Call[T]]) -> Callable[Concatenate[Cell, P], T]:
+    @functools.wraps(build)
+    def method(self: Cell, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self.run(build(*args, **kwargs))
+
+    return method
+
+
+class Cell:
+    """redis-cell on a redis-py client. ``engine`` is ``"module"``,
+    ``"functions"``, ``"eval"`` or None to detect it at the first call."""
+
+    def __init__(self, client: SyncClient, engine: Engine | str | None = None) -> None:
+        self.client = client
+        self._engine = engine_of(engine)
+        self._script: Script | None = None
+
+    def _send(self, *words: Any, **options: Any) -> Any:
+        # Looked up at each call (not kept bound), so that a client patched
+        # or wrapped later is the one used.
+        return cast(Any, self.client).execute_command(*words, **options)
+
+    @property
+    def is_cluster(self) -> bool:
+        return isinstance(self.client, RedisCluster)
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            self._engine = self.detect()
+        return self._engine
+
+    def detect(self) -> Engine:
+        """Asks the server which engine it has (COMMAND INFO, then FUNCTION LIST)
+        and uses it from now on."""
+        # Keyless: a cluster client is told which node (any) rather than
+        # left to look for a key in the arguments.
+        node: dict[str, Any] = {"target_nodes": RedisCluster.RANDOM} if self.is_cluster else {}
+        has_command = self._send("COMMAND INFO", "CL.THROTTLE", **node)
+        try:
+            has_library = self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY, **node)
+        except ResponseError as error:
+            has_library = error
+        self._engine = choose(has_command, has_library)
+        return self._engine
+
+    def load_functions(self, replace: bool = True) -> None:
+        """Loads the twin's library shipped in this package (FUNCTION LOAD), on
+        every primary of a cluster, and uses it from now on."""
+        words = ["FUNCTION LOAD", *(["REPLACE"] if replace else []), library_source()]
+        if self.is_cluster:
+            self._send(*words, target_nodes=RedisCluster.PRIMARIES)
+        else:
+            self._send(*words)
+        self._engine = Engine.FUNCTIONS
+
+    def run(self, call: Call[T]) -> T:
+        """Sends one call with the chosen engine and reads its typed reply."""
+        engine = self.engine
+        check(call, engine)
+        try:
+            if engine is Engine.EVAL:
+                if self._script is None:
+                    self._script = cast(Any, self.client).register_script(
+                        library_source("redis_cell_eval.lua")
+                    )
+                reply = self._script(keys=list(call.keys), args=eval_args(call))
+            elif call.fanout and self.is_cluster:
+                replies = self._send(
+                    *command_args(call, engine), target_nodes=RedisCluster.PRIMARIES
+                )
+                values = list(replies.values()) if isinstance(replies, dict) else [replies]
+                reply = call.merge(values)
+            else:
+                reply = self._send(*command_args(call, engine))
+        except ResponseError as error:
+            converted = typed(error)
+            if converted is error:
+                raise
+            raise converted from error
+        return call.parse(reply)
+
+    throttle = _bind(c.throttle)
+    peek = _bind(c.peek)
+    reserve = _bind(c.reserve)
+    refund = _bind(c.refund)
+    throttle_all = _bind(c.throttle_all)
+    sw_allow = _bind(c.sw_allow)
+    sw_peek = _bind(c.sw_peek)
+    sw_refund = _bind(c.sw_refund)
+    fw_incr = _bind(c.fw_incr)
+    fw_peek = _bind(c.fw_peek)
+    fw_refund = _bind(c.fw_refund)
+    acquire = _bind(c.acquire)
+    release = _bind(c.release)
+    renew = _bind(c.renew)
+    cc_peek = _bind(c.cc_peek)
+    limit = _bind(c.limit)
+    policy_set = _bind(c.policy_set)
+    policy_get = _bind(c.policy_get)
+    policy_del = _bind(c.policy_del)
+    policy_list = _bind(c.policy_list)
+    top = _bind(c.top)

@@ -1,0 +1,285 @@
+"""Storages for the ``limits`` library (and so flask-limiter and slowapi) on
+redis-cell. Importing this module registers them:
+
+===========================  ==========================================
+scheme                       storage
+===========================  ==========================================
+``rediscell://``             ``CellStorage`` (also ``rediscells://`` TLS,
+                             ``rediscell+unix://``)
+``rediscell+cluster://``     ``CellClusterStorage``
+``rediscell+sentinel://``    ``CellSentinelStorage``
+``async+rediscell...``       the asyncio twins (``AsyncCellStorage``, ...)
+===========================  ==========================================
+
+Each is ``limits``' own Redis storage (connections, options, key prefix,
+``get``, ``get_expiry``, ``clear``, ``reset``, ``check`` unchanged) with the
+strategies moved onto redis-cell:
+
+- moving window: ``SW.ALLOW`` (one log entry per request whatever its cost,
+  the server's clock); ``get_moving_window`` from two ``SW.PEEK``\\ s;
+- fixed window: ``FW.INCR`` (the key stays an INCR counter with a TTL, so
+  counters written by ``limits``' own storage carry over, and back);
+- sliding window counter: ``limits``' own algorithm and keys, in a script of
+  ours (redis-cell's ``APPROX`` aligns windows to the epoch and rounds up,
+  which ``limits`` does not).
+
+The engine is the module's commands where the server has them, otherwise the
+Functions twin if its library is loaded; pass ``engine=...`` (an option, or
+``?engine=functions`` in the URI) to choose it, e.g. for an ACL user that may
+not call ``COMMAND``.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from limits.aio.storage import RedisClusterStorage as _AsyncRedisClusterStorage
+from limits.aio.storage import RedisSentinelStorage as _AsyncRedisSentinelStorage
+from limits.aio.storage import RedisStorage as _AsyncRedisStorage
+from limits.storage import RedisClusterStorage as _RedisClusterStorage
+from limits.storage import RedisSentinelStorage as _RedisSentinelStorage
+from limits.storage import RedisStorage as _RedisStorage
+
+from ._engine import library_source
+from ._types import Decision
+from .aio import AsyncCell
+from .client import Cell
+from .errors import WrongTypeError
+
+__all__ = [
+    "AsyncCellClusterStorage",
+    "AsyncCellSentinelStorage",
+    "AsyncCellStorage",
+    "CellClusterStorage",
+    "CellSentinelStorage",
+    "CellStorage",
+]
+
+# A limit no count reaches, for the commands whose state is kept but whose
+# verdict limits makes itself (FW.INCR always counting, SW.PEEK counting the
+# log): below 2^53, where the Functions twin's integers are exact.
+UNBOUNDED = 2**53 - 1
+
+_SLIDING = library_source("limits_sliding_window.lua")
+
+MIGRATION = (
+    "; it holds the list that limits' own Redis storage keeps for a moving window: "
+    "see docs/clients/python.md (Migrating) to drop those keys or use another key_prefix"
+)
+
+
+def _uri(uri: str) -> tuple[str, str | None]:
+    """limits' URI for the same server, and the ``engine`` query option."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.replace("rediscell", "redis", 1)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    engine = next((v for k, v in query if k == "engine"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "engine"])
+    return urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment)), engine
+
+
+def _window_start(now: float, expiry: int, used: int, last: Decision, oldest: Decision) -> float:
+    """When the oldest request in the window was recorded: from the time
+    until the window is empty (one request) or until the window would hold
+    one fewer than now (several), both in milliseconds."""
+    if used == 1 or oldest.retry_after < 0:
+        return now + last.reset_after / 1000 - expiry
+    return now + oldest.retry_after / 1000 - float(expiry)
+
+
+def _sliding(reply: Any) -> tuple[int, float, int, float]:
+    previous, previous_ttl, current, current_ttl = (int(x) for x in reply)
+    return previous, max(0, previous_ttl) / 1000, current, max(0, current_ttl) / 1000
+
+
+class _CellSync:
+    """The strategies on redis-cell, for limits' sync Redis storages."""
+
+    _cell: Cell
+    _engine_choice: str | None
+    key_prefix: str
+
+    def prefixed_key(self, key: str) -> str:
+        return f"{self.key_prefix}:{key}"
+
+    def _previous_window_key(self, key: str) -> str:
+        return f"{{{key}}}/-1"
+
+    def _current_window_key(self, key: str) -> str:
+        return f"{{{key}}}"
+
+    def initialize_storage(self, _uri: str) -> None:
+        connection: Any = self.get_connection()  # type: ignore[attr-defined]
+        self._cell = Cell(connection, self._engine_choice)
+        self._sliding = connection.register_script(_SLIDING)
+        # limits' reset script, which clears keys by prefix.
+        super().initialize_storage(_uri)  # type: ignore[misc]
+
+    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        if amount > limit:
+            return False
+        key = self.prefixed_key(key)
+        try:
+            return not self._cell.sw_allow(key, limit, expiry, amount).limited
+        except WrongTypeError as error:
+            raise WrongTypeError(f"{error.message} ({key}{MIGRATION})") from error
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        key = self.prefixed_key(key)
+        now = time.time()
+        last = self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+        used = UNBOUNDED - last.remaining
+        if used <= 0:
+            return now, 0
+        oldest = last if used == 1 else self._cell.sw_peek(key, used - 1, expiry, ms=True)
+        return _window_start(now, expiry, used, last, oldest), used
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        decision = self._cell.fw_incr(self.prefixed_key(key), UNBOUNDED, expiry, amount)
+        return UNBOUNDED - decision.remaining
+
+    def acquire_sliding_window_entry(
+        self, key: str, limit: int, expiry: int, amount: int = 1
+    ) -> bool:
+        keys = self._sliding_keys(key)
+        return bool(self._sliding(keys=keys, args=["acquire", expiry, limit, amount]))
+
+    def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        return _sliding(self._sliding(keys=self._sliding_keys(key), args=["get", expiry]))
+
+    def _sliding_keys(self, key: str) -> list[str]:
+        return [
+            self.prefixed_key(self._previous_window_key(key)),
+            self.prefixed_key(self._current_window_key(key)),
+        ]
+
+
+class CellStorage(_CellSync, _RedisStorage):
+    """``rediscell://``, ``rediscells://``, ``rediscell+unix://``: limits'
+    ``RedisStorage`` options, plus ``engine``."""
+
+    STORAGE_SCHEME = ["rediscell", "rediscells", "rediscell+unix"]
+
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri)
+        self._engine_choice = engine or from_uri
+        super().__init__(uri, **options)
+
+
+class CellClusterStorage(_CellSync, _RedisClusterStorage):
+    """``rediscell+cluster://host:port[,host:port]``: limits' ``RedisClusterStorage``."""
+
+    STORAGE_SCHEME = ["rediscell+cluster"]
+
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri)
+        self._engine_choice = engine or from_uri
+        super().__init__(uri, **options)
+
+
+class CellSentinelStorage(_CellSync, _RedisSentinelStorage):
+    """``rediscell+sentinel://host:port[,...]/service``: limits' ``RedisSentinelStorage``."""
+
+    STORAGE_SCHEME = ["rediscell+sentinel"]
+
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri)
+        self._engine_choice = engine or from_uri
+        super().__init__(uri, **options)
+
+
+class _CellAsync:
+    """The strategies on redis-cell, for limits' asyncio Redis storages
+    (coredis, redis-py or valkey-py clients, as ``implementation`` says)."""
+
+    _cell: AsyncCell
+    _engine_choice: str | None
+    bridge: Any
+
+    def _previous_window_key(self, key: str) -> str:
+        return f"{{{key}}}/-1"
+
+    def _current_window_key(self, key: str) -> str:
+        return f"{{{key}}}"
+
+    def configure_bridge(self) -> None:
+        super().configure_bridge()  # type: ignore[misc]
+        connection = self.bridge.get_connection()
+        self._cell = AsyncCell(connection, self._engine_choice)
+        self._sliding = connection.register_script(_SLIDING)
+
+    async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        if amount > limit:
+            return False
+        key = self.bridge.prefixed_key(key)
+        try:
+            return not (await self._cell.sw_allow(key, limit, expiry, amount)).limited
+        except WrongTypeError as error:
+            raise WrongTypeError(f"{error.message} ({key}{MIGRATION})") from error
+
+    async def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        key = self.bridge.prefixed_key(key)
+        now = time.time()
+        last = await self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+        used = UNBOUNDED - last.remaining
+        if used <= 0:
+            return now, 0
+        oldest = last if used == 1 else await self._cell.sw_peek(key, used - 1, expiry, ms=True)
+        return _window_start(now, expiry, used, last, oldest), used
+
+    async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        decision = await self._cell.fw_incr(
+            self.bridge.prefixed_key(key), UNBOUNDED, expiry, amount
+        )
+        return UNBOUNDED - decision.remaining
+
+    async def acquire_sliding_window_entry(
+        self, key: str, limit: int, expiry: int, amount: int = 1
+    ) -> bool:
+        keys = self._sliding_keys(key)
+        return bool(await self._sliding(keys=keys, args=["acquire", expiry, limit, amount]))
+
+    async def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        keys = self._sliding_keys(key)
+        return _sliding(await self._sliding(keys=keys, args=["get", expiry]))
+
+    def _sliding_keys(self, key: str) -> list[str]:
+        return [
+            self.bridge.prefixed_key(self._previous_window_key(key)),
+            self.bridge.prefixed_key(self._current_window_key(key)),
+        ]
+
+
+class AsyncCellStorage(_CellAsync, _AsyncRedisStorage):
+    """``async+rediscell://`` (also ``async+rediscells://``, ``async+rediscell+unix://``)."""
+
+    STORAGE_SCHEME = ["async+rediscell", "async+rediscells", "async+rediscell+unix"]
+
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri.removeprefix("async+"))
+        self._engine_choice = engine or from_uri
+        super().__init__("async+" + uri, **options)
+
+
+class AsyncCellClusterStorage(_CellAsync, _AsyncRedisClusterStorage):
+    """``async+rediscell+cluster://host:port[,host:port]``."""
+
+    STORAGE_SCHEME = ["async+rediscell+cluster"]
+
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri.removeprefix("async+"))
+        self._engine_choice = engine or from_uri
+        super().__init__("async+" + uri, **options)
+
+
+class AsyncCellSentinelStorage(_CellAsync, _AsyncRedisSentinelStorage):
+    """``async+rediscell+sentinel://host:port[,...]/service``."""
+
+    STORAGE_SCHEME = ["async+rediscell+sentinel"]
+
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri.removeprefix("async+"))
+        self._engine_choice = engine or from_uri
+        super().__init__("async+" + uri, **options)

@@ -1,0 +1,83 @@
+"""The limits storages beyond what limits' own suite checks: schemes, state
+carried over from limits' own Redis storage, the moving window's list keys."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+import redis
+from limits import RateLimitItemPerMinute
+from limits.storage import RedisStorage, storage_from_string
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+import redis_cell.limits as cell_limits
+from redis_cell import WrongTypeError
+
+
+def _uri(scheme: str = "rediscell") -> str:
+    return f"{scheme}://127.0.0.1:{os.environ['CELL_MODULE_PORT']}"
+
+
+def test_schemes_give_our_storages() -> None:
+    assert isinstance(storage_from_string(_uri()), cell_limits.CellStorage)
+    assert isinstance(
+        storage_from_string(_uri("async+rediscell"), implementation="redispy"),
+        cell_limits.AsyncCellStorage,
+    )
+    assert isinstance(storage_from_string(_uri("async+rediscell")), cell_limits.AsyncCellStorage)
+    port = os.environ["CELL_CLUSTER_PORTS"].split(",")[0]
+    cluster = storage_from_string(f"rediscell+cluster://127.0.0.1:{port}")
+    assert isinstance(cluster, cell_limits.CellClusterStorage) and cluster.check()
+    from limits.storage import SCHEMES
+
+    for scheme in (
+        "rediscells",
+        "rediscell+unix",
+        "rediscell+sentinel",
+        "async+rediscell+cluster",
+        "async+rediscell+sentinel",
+        "async+rediscells",
+        "async+rediscell+unix",
+    ):
+        assert SCHEMES[scheme].__module__ == "redis_cell.limits", scheme
+
+
+def test_engine_from_the_uri() -> None:
+    twin = f"rediscell://127.0.0.1:{os.environ['CELL_TWIN_PORT']}?engine=eval"
+    storage = storage_from_string(twin)
+    assert storage._cell.engine.value == "eval"
+    assert FixedWindowRateLimiter(storage).hit(RateLimitItemPerMinute(1), "engine-uri")
+
+
+def test_fixed_window_counters_carry_over(module_client: redis.Redis, key: str) -> None:
+    theirs = RedisStorage(_uri("redis"))
+    ours = storage_from_string(_uri())
+    item = RateLimitItemPerMinute(3)
+    assert FixedWindowRateLimiter(theirs).hit(item, key)
+    assert FixedWindowRateLimiter(ours).hit(item, key)
+    assert FixedWindowRateLimiter(theirs).hit(item, key)
+    assert not FixedWindowRateLimiter(ours).hit(item, key)
+    stats = FixedWindowRateLimiter(ours).get_window_stats(item, key)
+    assert stats.remaining == 0 and 0 < stats.reset_time - time.time() <= 60
+
+
+def test_moving_window_is_one_entry_per_request(module_client: redis.Redis, key: str) -> None:
+    ours = storage_from_string(_uri())
+    item = RateLimitItemPerMinute(10_000)
+    before = time.time()
+    assert MovingWindowRateLimiter(ours).hit(item, key, cost=1000)
+    start, count = ours.get_moving_window(item.key_for(key), item.amount, item.get_expiry())
+    assert count == 1000 and before - 0.01 <= start <= time.time() + 0.01
+    stored = module_client.execute_command("TYPE", f"LIMITS:{item.key_for(key)}")
+    assert stored in (b"cell-swin", b"string")
+
+
+def test_list_keys_of_limits_moving_window_name_the_migration(key: str) -> None:
+    theirs = RedisStorage(_uri("redis"))
+    ours = storage_from_string(_uri())
+    item = RateLimitItemPerMinute(5)
+    assert MovingWindowRateLimiter(theirs).hit(item, key)
+    with pytest.raises(WrongTypeError, match="Migrating"):
+        MovingWindowRateLimiter(ours).hit(item, key)
