@@ -10,7 +10,11 @@ import { Cell, EngineError, loadFunctions } from "redis-cell";
 
 // The module's commands where the server has them; otherwise the twin,
 // loaded here if absent (FUNCTION LOAD: Redis 7.0+ and Valkey).
+// A user that may not call COMMAND (the README's ACL recipe) names the
+// engine instead: REDIS_CELL_ENGINE=module (or functions).
 export async function connect(redis) {
+  const engine = process.env.REDIS_CELL_ENGINE;
+  if (engine) return new Cell(redis, { engine });
   const cell = new Cell(redis);
   try {
     await cell.engine();

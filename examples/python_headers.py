@@ -27,7 +27,12 @@ from redis_cell import Cell, EngineNotFoundError, Fixed, Gcra
 def cell(r: redis.Redis) -> Cell:
     """The module's commands where the server has them; otherwise this
     application installs the twin itself (the package never does so
-    silently): FUNCTION LOAD, or the EVAL script before Redis 7.0."""
+    silently): FUNCTION LOAD, or the EVAL script before Redis 7.0. A user
+    that may not call COMMAND (the README's ACL recipe) names the engine
+    instead: REDIS_CELL_ENGINE=module (or functions, eval)."""
+    engine = os.environ.get("REDIS_CELL_ENGINE")
+    if engine:
+        return Cell(r, engine=engine)
     c = Cell(r)
     try:
         c.detect()

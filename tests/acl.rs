@@ -283,3 +283,47 @@ fn the_functions_recipe_runs_every_function() {
         .unwrap_err();
     assert!(e.starts_with("NOPERM"), "{e}");
 }
+
+/// The examples run as the README's app user when told the engine
+/// (`REDIS_CELL_ENGINE`): that user may not call `COMMAND`.
+#[test]
+fn the_examples_run_as_the_app_user_given_the_engine() {
+    let s = Server::start();
+    drop(as_app(&s, &module_recipe()));
+    let url = format!("redis://app:secret@127.0.0.1:{}", s.port);
+    let root = env!("CARGO_MANIFEST_DIR");
+    let python = std::process::Command::new("python3")
+        .arg(format!("{root}/examples/python_headers.py"))
+        .args(["erin", "headers"])
+        .env("REDIS_URL", &url)
+        .env("REDIS_CELL_ENGINE", "module")
+        .env(
+            "PYTHONPATH",
+            format!("{root}/target/deps/python:{root}/clients/python"),
+        )
+        .output()
+        .expect("python3 runs the Python example");
+    let node = std::process::Command::new("node")
+        .arg(format!("{root}/examples/node_headers.mjs"))
+        .arg("fay")
+        .env("REDIS_URL", &url)
+        .env("REDIS_CELL_ENGINE", "module")
+        .output()
+        .expect("node runs the Node.js example");
+    for (what, out) in [("python", python), ("node", node)] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{what} example as the app user: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.lines().next().is_some_and(|l| l.starts_with("200 ")),
+            "{what}: {stdout}"
+        );
+        assert!(
+            stdout.lines().last().is_some_and(|l| l.starts_with("429 ")),
+            "{what}: {stdout}"
+        );
+    }
+}
