@@ -9,7 +9,8 @@ import Redis from "ioredis";
 import { Cell, EngineError, loadFunctions } from "redis-cell";
 
 // The module's commands where the server has them; otherwise the twin,
-// loaded here if absent (FUNCTION LOAD: Redis 7.0+ and Valkey).
+// loaded here if absent (FUNCTION LOAD: Redis 7.0+ and Valkey), or run as
+// one EVAL script where the server has no Functions (Redis 6.2).
 // A user that may not call COMMAND (the README's ACL recipe) names the
 // engine instead: REDIS_CELL_ENGINE=module (or functions).
 export async function connect(redis) {
@@ -20,7 +21,13 @@ export async function connect(redis) {
     await cell.engine();
   } catch (e) {
     if (!(e instanceof EngineError)) throw e;
-    await loadFunctions(redis);
+    try {
+      await loadFunctions(redis);
+    } catch (e) {
+      // No FUNCTION before Redis 7.0: the twin as one EVAL script.
+      if (!String(e?.message).includes("unknown command")) throw e;
+      return new Cell(redis, { engine: "eval" });
+    }
   }
   return cell;
 }

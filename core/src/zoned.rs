@@ -85,10 +85,19 @@ pub fn find_tzif(word: &[u8]) -> Option<(String, Vec<u8>)> {
             .find(|d| TimeZoneDatabase::from_dir(d).is_ok())
         });
     if let Some(dir) = system {
-        if jtz::db().get(&name).is_ok() {
-            if let Ok(bytes) = std::fs::read(dir.join(&name)) {
-                if bytes.len() <= crate::policy::MAX_TZIF && from_tzif(&name, &bytes).is_some() {
-                    return Some((name, bytes));
+        // The file's own name: a zone found without regard to case may
+        // carry the name it was asked by.
+        let canonical = TimeZoneDatabase::from_dir(&dir).ok().and_then(|db| {
+            db.available()
+                .find(|n| n.as_str().eq_ignore_ascii_case(&name))
+                .map(|n| n.as_str().to_string())
+        });
+        if let Some(canonical) = canonical {
+            if let Ok(bytes) = std::fs::read(dir.join(&canonical)) {
+                if bytes.len() <= crate::policy::MAX_TZIF
+                    && from_tzif(&canonical, &bytes).is_some()
+                {
+                    return Some((canonical, bytes));
                 }
             }
         }
@@ -277,4 +286,25 @@ fn timestamp(ns: i128) -> Option<Timestamp> {
 
 fn nanos(seconds: i64) -> i128 {
     i128::from(seconds) * i128::from(NANOS_PER_SEC)
+}
+
+#[cfg(test)]
+mod tzif_tests {
+    use super::*;
+
+    #[test]
+    fn tzif_of_a_zone_asked_in_any_case() {
+        for word in [&b"Europe/Berlin"[..], b"europe/berlin", b"EUROPE/BERLIN"] {
+            let (name, bytes) = find_tzif(word).expect("Europe/Berlin's rules");
+            assert_eq!(name, "Europe/Berlin");
+            assert!(bytes.starts_with(b"TZif"));
+            let zone = from_tzif(&name, &bytes).unwrap();
+            let found = find(word).unwrap();
+            for t in [0i64, 1_700_000_000, 1_711_846_800, 1_729_990_800] {
+                let ts = Timestamp::from_second(t).unwrap();
+                assert_eq!(zone.to_offset(ts), found.to_offset(ts), "{t}");
+            }
+        }
+        assert_eq!(find_tzif(b"Nowhere/Land"), None);
+    }
 }

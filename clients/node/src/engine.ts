@@ -1,12 +1,18 @@
 import { adapt, type Adapter, type Client, type Reply } from "./adapter.js";
 import { EngineError, RedisCellError } from "./errors.js";
-import { REDIS_CELL_LUA } from "./generated/lua.js";
+import { REDIS_CELL_EVAL_LUA, REDIS_CELL_LUA } from "./generated/lua.js";
+import { Script } from "./script.js";
 
 /**
- * Where the commands run: the module's own commands, or the Redis Functions
- * twin (functions/redis_cell.lua, library `redis_cell`), called by FCALL.
+ * Where the commands run: the module's own commands, the Redis Functions
+ * twin (functions/redis_cell.lua, library `redis_cell`) called by FCALL, or
+ * the same twin as one EVAL script (functions/redis_cell_eval.lua) for
+ * servers without Functions (Redis 6.2), chosen only explicitly.
  */
-export type EngineName = "module" | "functions";
+export type EngineName = "module" | "functions" | "eval";
+
+/** The twin's EVAL script: its first argument is the command's name. */
+const EVAL_SCRIPT = new Script(REDIS_CELL_EVAL_LUA);
 
 /** The twin's library name, as FUNCTION LIST shows it. */
 export const LIBRARY = "redis_cell";
@@ -46,7 +52,8 @@ export async function detectEngine(client: Client): Promise<EngineName> {
   throw new EngineError(
     "redis-cell: the server has neither the redis-cell module (no CL.THROTTLE command) " +
       `nor the Functions library '${LIBRARY}': load the module (loadmodule libredis_cell.so) ` +
-      "or load the functions once with loadFunctions(client) (Redis 7.0+, Valkey)",
+      "or load the functions once with loadFunctions(client) (Redis 7.0+, Valkey), " +
+      "or use the twin as an EVAL script ({ engine: \"eval\" }, Redis 6.2)",
   );
 }
 
@@ -77,8 +84,10 @@ export class Engine {
   constructor(client: Client, engine?: EngineName) {
     this.adapter = adapt(client);
     if (engine !== undefined) {
-      if (engine !== "module" && engine !== "functions") {
-        throw new TypeError(`redis-cell: engine must be "module" or "functions", not ${JSON.stringify(engine)}`);
+      if (engine !== "module" && engine !== "functions" && engine !== "eval") {
+        throw new TypeError(
+          `redis-cell: engine must be "module", "functions" or "eval", not ${JSON.stringify(engine)}`,
+        );
       }
       this.#engine = Promise.resolve(engine);
     }
@@ -106,11 +115,15 @@ export class Engine {
     const name = command.toUpperCase();
     const readonly = READ_ONLY.has(name);
     const numkeys = name === "CL.THROTTLEALL" ? [keys.length] : [];
-    if ((await this.engine()) === "module") {
+    const engine = await this.engine();
+    if (engine === "module") {
       return this.adapter.send([name, ...numkeys, ...keys, ...args], keys[0], readonly);
     }
     if (MODULE_ONLY.has(name)) {
       throw new EngineError(`redis-cell: ${name} is module-only: the Functions twin has no policies, SHADOW or CL.TOP`);
+    }
+    if (engine === "eval") {
+      return EVAL_SCRIPT.run(this.adapter, keys, [name.toLowerCase(), ...args]);
     }
     return this.adapter.send(
       [readonly ? "FCALL_RO" : "FCALL", functionName(name), keys.length, ...keys, ...args],

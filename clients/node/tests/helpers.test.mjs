@@ -126,3 +126,28 @@ test("a server with neither engine gets an error naming both; an explicit engine
     bare.stop();
   }
 });
+
+test("the eval engine runs the twin as one EVAL script, on every server (Redis 6.2 has no Functions)", async () => {
+  const bare = await startServer({ module: false });
+  const withModule = await startServer({ module: true });
+  try {
+    const { client, close } = await CLIENTS.ioredis.single(bare.port);
+    const { client: mod, close: closeMod } = await CLIENTS.ioredis.single(withModule.port);
+    const onEval = new Cell(client, { engine: "eval" });
+    const onModule = new Cell(mod, { engine: "module" });
+    const g = { maxBurst: 2, countPerPeriod: 3, period: 60 };
+    for (let i = 0; i < 4; i++) {
+      const [a, b] = [await onEval.throttle("e:cl", g), await onModule.throttle("e:cl", g)];
+      assert.deepEqual({ ...a, retryAfter: 0, resetAfter: 0 }, { ...b, retryAfter: 0, resetAfter: 0 });
+    }
+    assert.equal((await onEval.throttle("e:cl", g)).limited, true);
+    const sw = await onEval.swAllow("e:sw", 2, 60);
+    assert.equal(sw.remaining, 1);
+    await assert.rejects(onEval.policyList(), (e) => e instanceof EngineError);
+    await close();
+    await closeMod();
+  } finally {
+    bare.stop();
+    withModule.stop();
+  }
+});
