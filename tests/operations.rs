@@ -419,6 +419,8 @@ fn the_readme_acl_recipe_grants_every_public_command_and_no_effect() {
             .query(u)
             .unwrap();
         listed.sort();
+        // CL.POLICY's subcommands are listed as commands of their own.
+        listed.retain(|n| !n.starts_with("cl.policy|"));
         let mut visible: Vec<String> = [COMMANDS, ADMIN]
             .concat()
             .iter()

@@ -94,8 +94,7 @@ pub fn find_tzif(word: &[u8]) -> Option<(String, Vec<u8>)> {
         });
         if let Some(canonical) = canonical {
             if let Ok(bytes) = std::fs::read(dir.join(&canonical)) {
-                if bytes.len() <= crate::policy::MAX_TZIF
-                    && from_tzif(&canonical, &bytes).is_some()
+                if bytes.len() <= crate::policy::MAX_TZIF && from_tzif(&canonical, &bytes).is_some()
                 {
                     return Some((canonical, bytes));
                 }
