@@ -11,8 +11,10 @@
 -- ARGV: ttl ms, limit, block duration ms.
 -- Answers {totalHits, timeToExpire, isBlocked, timeToBlockExpire}.
 local ttl, limit, block = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
--- A counter's limit the server never reaches (exact in doubles, below 2^53).
-local BIG = 4503599627370496
+-- A counter's limit the server never reaches (exact in doubles, below 2^53);
+-- the twin logs at most LOG_CAP requests per exact window (its documented
+-- cap), so there the count stops at that many hits in one window.
+local BIG = LOG_CAP or 4503599627370496
 local window = ARGV[1] .. 'ms'
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,4 +1,6 @@
 -- The twin's commands, through the entry points of its EVAL script above.
+-- The most requests the twin's exact window logs (functions/MISMATCHES.md).
+local LOG_CAP = 10000
 local function cell(name, key, args)
   local argv = {}
   for i = 1, #args do
