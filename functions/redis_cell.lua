@@ -875,8 +875,8 @@ local ENTRY = 16
 -- The most requests a log holds: each call reads and rewrites the whole
 -- string (16 bytes a request), which at this size stays within about a
 -- millisecond. A log holds at most its limit (every request counts 1 or
--- more), so limits above this are refused (E.BIG_LOG) and the log never
--- grows past it.
+-- more); a limit above MAX_LOG is accepted, and a log that grows past
+-- MAX_LOG entries is refused when next read (E.LOG_TOO_BIG).
 sliding.MAX_LOG = 10000
 sliding.MAX_BYTES = HEAD + sliding.MAX_LOG * ENTRY
 
@@ -1730,13 +1730,15 @@ function limiter.check_limit(limit)
   return true
 end
 
--- The twin's range for a limiter: its limit (check_limit), and for an
--- exact log the most requests the functions log (sliding.MAX_LOG).
+-- The twin's range for a limiter: its limit (check_limit). An exact log's
+-- limit may exceed the most requests the functions log (sliding.MAX_LOG):
+-- requests of a large cost take one entry each, and a log that grows past
+-- MAX_LOG entries is refused when next read (E.LOG_TOO_BIG), never read
+-- whole.
 function limiter.check_range(lim)
   local limit = limiter.limit_of(lim)
   local ok, err = limiter.check_limit(limit)
   if not ok then return nil, err end
-  if lim[1] == 'exact' and limit > sliding.MAX_LOG then return nil, E.BIG_LOG end
   return true
 end
 

@@ -63,13 +63,15 @@ function limiter.check_limit(limit)
   return true
 end
 
--- The twin's range for a limiter: its limit (check_limit), and for an
--- exact log the most requests the functions log (sliding.MAX_LOG).
+-- The twin's range for a limiter: its limit (check_limit). An exact log's
+-- limit may exceed the most requests the functions log (sliding.MAX_LOG):
+-- requests of a large cost take one entry each, and a log that grows past
+-- MAX_LOG entries is refused when next read (E.LOG_TOO_BIG), never read
+-- whole.
 function limiter.check_range(lim)
   local limit = limiter.limit_of(lim)
   local ok, err = limiter.check_limit(limit)
   if not ok then return nil, err end
-  if lim[1] == 'exact' and limit > sliding.MAX_LOG then return nil, E.BIG_LOG end
   return true
 end
 

@@ -15,8 +15,8 @@ local ENTRY = 16
 -- The most requests a log holds: each call reads and rewrites the whole
 -- string (16 bytes a request), which at this size stays within about a
 -- millisecond. A log holds at most its limit (every request counts 1 or
--- more), so limits above this are refused (E.BIG_LOG) and the log never
--- grows past it.
+-- more); a limit above MAX_LOG is accepted, and a log that grows past
+-- MAX_LOG entries is refused when next read (E.LOG_TOO_BIG).
 sliding.MAX_LOG = 10000
 sliding.MAX_BYTES = HEAD + sliding.MAX_LOG * ENTRY
 
