@@ -165,6 +165,8 @@ fn replies_and_state_are_cl_throttles() {
             if g_value.is_none() != t_value.is_none() {
                 let ttl = if g_value.is_some() { g_ttl } else { t_ttl };
                 assert!(at_expiry(ttl), "{a} at +{at}: {g_value:?} {t_value:?}");
+                // Both start the next step from the same (empty) state.
+                cmd(c, &format!("DEL {a} {b}")).unwrap();
                 continue;
             }
             assert_eq!(g_value, t_value, "{a} at +{at}");
