@@ -157,11 +157,14 @@ impl Backend {
             }
             Backend::Sentinel { client, conn } => {
                 let mut guard = conn.lock().await;
-                if guard.is_none() {
-                    let mut cl = client.lock().await;
-                    *guard = Some(cl.get_async_connection().await?);
-                }
-                let mut c = guard.clone().expect("set above");
+                let mut c = match guard.clone() {
+                    Some(c) => c,
+                    None => {
+                        let c = client.lock().await.get_async_connection().await?;
+                        *guard = Some(c.clone());
+                        c
+                    }
+                };
                 drop(guard);
                 let r = Self::pipeline(plan).query_async(&mut c).await;
                 if r.is_err() {
