@@ -52,6 +52,9 @@ TIMING = {
     "test_test_moving_window",
     "test_test_sliding_window_counter",
     "test_sliding_window_counter_previous_window",
+    # marked flaky by limits' authors: a reset time asserted to 10 ms.
+    "test_sliding_window_counter_total_reset",
+    "test_sliding_window_counter_stats",
 }
 
 LIMITS_FILES = [
