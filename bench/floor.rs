@@ -7,12 +7,18 @@
 //! these. `FLOOR.INT key` does `FLOOR.ONE`'s work keeping the value
 //! integer-encoded, as built-in commands store integers: the module API can
 //! only do that through `RedisModule_Call` (`GET`, then `SET ... PXAT`).
+//! `FLOOR.TYPE key` does what `SW.ALLOW` cannot avoid beyond that: the key
+//! holds a value of a module type (created when absent, changed in place
+//! otherwise), gets an absolute expiry, and the change is replicated as a
+//! module command with one argument (`FLOOR.TYPE key`); it replies five
+//! integers.
 //!
 //! The API functions are resolved once at load, which fails if one is
 //! missing, so the commands never meet a missing one.
 
+use redis_module::native_types::RedisType;
 use redis_module::{raw, redis_module, Context, RedisString, Status};
-use std::os::raw::{c_char, c_int};
+use std::os::raw::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 
 /// The API functions the commands use, and the shared `PXAT` string.
@@ -41,6 +47,14 @@ struct Api {
     reply_integer:
         unsafe extern "C" fn(*mut raw::RedisModuleCtx, std::os::raw::c_longlong) -> c_int,
     wrong_arity: unsafe extern "C" fn(*mut raw::RedisModuleCtx) -> c_int,
+    reply_error: unsafe extern "C" fn(*mut raw::RedisModuleCtx, *const c_char) -> c_int,
+    key_type: unsafe extern "C" fn(*mut raw::RedisModuleKey) -> c_int,
+    get_value: unsafe extern "C" fn(*mut raw::RedisModuleKey) -> *mut c_void,
+    set_value: unsafe extern "C" fn(
+        *mut raw::RedisModuleKey,
+        *mut raw::RedisModuleType,
+        *mut c_void,
+    ) -> c_int,
     /// The shared `PXAT` string, as an address (a static must be `Sync`).
     pxat: usize,
 }
@@ -177,6 +191,89 @@ unsafe fn two_body(api: &Api, ctx: *mut raw::RedisModuleCtx, args: &[*mut raw::R
     }
 }
 
+/// The module type of `FLOOR.TYPE`: one integer, boxed.
+static FLOOR_TYPE: RedisType = RedisType::new(
+    "cellfloor",
+    0,
+    raw::RedisModuleTypeMethods {
+        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+        rdb_load: Some(type_load),
+        rdb_save: Some(type_save),
+        aof_rewrite: None,
+        mem_usage: None,
+        digest: None,
+        free: Some(type_free),
+        aux_load: None,
+        aux_save: None,
+        aux_save2: None,
+        aux_save_triggers: 0,
+        free_effort: None,
+        unlink: None,
+        copy: None,
+        defrag: None,
+        copy2: None,
+        free_effort2: None,
+        mem_usage2: None,
+        unlink2: None,
+    },
+);
+
+unsafe extern "C" fn type_load(rdb: *mut raw::RedisModuleIO, _encver: c_int) -> *mut c_void {
+    let value = raw::load_unsigned(rdb).unwrap_or(0) as i64;
+    Box::into_raw(Box::new(value)).cast()
+}
+
+unsafe extern "C" fn type_save(rdb: *mut raw::RedisModuleIO, value: *mut c_void) {
+    // SAFETY: the server hands back a value made by this type.
+    let value = unsafe { *value.cast::<i64>() };
+    raw::save_unsigned(rdb, value as u64);
+}
+
+unsafe extern "C" fn type_free(value: *mut c_void) {
+    // SAFETY: made by `Box::into_raw` in this module, freed once.
+    drop(unsafe { Box::from_raw(value.cast::<i64>()) });
+}
+
+unsafe fn type_body(
+    api: &Api,
+    ctx: *mut raw::RedisModuleCtx,
+    args: &[*mut raw::RedisModuleString],
+) {
+    unsafe {
+        let now = now_nanos();
+        let name = args[1];
+        let key = (api.open_key)(
+            ctx,
+            name,
+            (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int,
+        );
+        let ty = *FLOOR_TYPE.raw_type.borrow();
+        let kind = (api.key_type)(key);
+        if kind == raw::REDISMODULE_KEYTYPE_EMPTY as c_int {
+            let value = Box::into_raw(Box::new(now));
+            if (api.set_value)(key, ty, value.cast()) != raw::REDISMODULE_OK as c_int {
+                drop(Box::from_raw(value));
+                (api.close_key)(key);
+                (api.reply_error)(ctx, c"ERR the value was not set".as_ptr());
+                return;
+            }
+        } else if kind == raw::REDISMODULE_KEYTYPE_MODULE as c_int {
+            let value = (api.get_value)(key).cast::<i64>();
+            if !value.is_null() {
+                *value = next_value(*value, now);
+            }
+        } else {
+            (api.close_key)(key);
+            (api.reply_error)(ctx, c"WRONGTYPE not a floor.type key".as_ptr());
+            return;
+        }
+        (api.set_abs_expire)(key, now / 1_000_000 + 60_000);
+        (api.replicate)(ctx, c"FLOOR.TYPE".as_ptr(), c"s".as_ptr(), name);
+        (api.close_key)(key);
+        reply_integers(api, ctx, 5);
+    }
+}
+
 unsafe fn int_body(api: &Api, ctx: *mut raw::RedisModuleCtx, args: &[*mut raw::RedisModuleString]) {
     unsafe {
         let now = now_nanos();
@@ -242,6 +339,14 @@ extern "C" fn int(
     command(ctx, argv, argc, 2, int_body)
 }
 
+extern "C" fn typed(
+    ctx: *mut raw::RedisModuleCtx,
+    argv: *mut *mut raw::RedisModuleString,
+    argc: c_int,
+) -> c_int {
+    command(ctx, argv, argc, 2, type_body)
+}
+
 type Handler =
     extern "C" fn(*mut raw::RedisModuleCtx, *mut *mut raw::RedisModuleString, c_int) -> c_int;
 
@@ -265,6 +370,10 @@ fn resolve() -> Option<Api> {
             reply_array: raw::RedisModule_ReplyWithArray?,
             reply_integer: raw::RedisModule_ReplyWithLongLong?,
             wrong_arity: raw::RedisModule_WrongArity?,
+            reply_error: raw::RedisModule_ReplyWithError?,
+            key_type: raw::RedisModule_KeyType?,
+            get_value: raw::RedisModule_ModuleTypeGetValue?,
+            set_value: raw::RedisModule_ModuleTypeSetValue?,
             pxat: (!pxat.is_null()).then_some(pxat as usize)?,
         })
     }
@@ -280,6 +389,7 @@ fn init(ctx: &Context, _args: &[RedisString]) -> Status {
         (c"floor.one", one as Handler, 1),
         (c"floor.two", two, 2),
         (c"floor.int", int, 1),
+        (c"floor.type", typed, 1),
     ];
     for (name, handler, last) in commands {
         // SAFETY: during OnLoad, with NUL-terminated names and flags.
@@ -311,6 +421,6 @@ redis_module! {
     name: "cell-floor",
     version: 1,
     allocator: (redis_module::alloc::RedisAlloc, redis_module::alloc::RedisAlloc),
-    data_types: [],
+    data_types: [FLOOR_TYPE],
     init: init,
 }

@@ -1,42 +1,62 @@
 #!/usr/bin/env bash
-# Instructions per call inside each command, counted by callgrind (exact and
-# repeatable, unlike timings on a shared machine): 10,000 calls of each
-# command over 1,000 keys against one redis-server run under valgrind, the
-# floor module loaded beside redis-cell.
+# Instructions per call, counted by callgrind (exact and repeatable, unlike
+# timings on a shared machine): each workload sends 20,000 calls over 1,000
+# keys (redis-benchmark -c 1 -P 16, pipelined as bench/run.py sends them) to
+# one redis-server run under valgrind with the floor module loaded beside
+# redis-cell. The counters are dumped after each workload, so every row is
+# that workload alone. Two columns: the whole server per call (reading and
+# parsing the request, the command, propagation, the reply: what throughput
+# follows), and inside the command's own function.
 # Usage: bench/profile.sh [redis-server]   (needs valgrind, redis-benchmark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:-redis-server}
 cargo build --release -q -p redis-cell -p cell-bench
 out=$(mktemp -d)
-port=7399
-valgrind --tool=callgrind --callgrind-out-file="$out/cg.out" \
-  "$server" --port "$port" --save "" --appendonly no \
+port=${PROFILE_PORT:-7399}
+calls=20000
+valgrind --tool=callgrind --dump-instr=no --callgrind-out-file="$out/cg.out" \
+  "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$out" \
   --loadmodule "$PWD/target/release/libredis_cell.so" \
   --loadmodule "$PWD/target/release/libcell_floor.so" >"$out/server.log" 2>&1 &
-for _ in $(seq 100); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
-calls=10000
-run() { redis-benchmark -p "$port" -c 1 -n "$calls" -r 1000 -q "$@" >/dev/null; }
-run INCR n:__rand_int__
-run FLOOR.ONE f:__rand_int__
-run FLOOR.TWO {f:__rand_int__}:a {f:__rand_int__}:b
-run CL.THROTTLE cl:__rand_int__ 15 30 60 1
-run CL.PEEK cl:__rand_int__ 15 30 60
-run CL.THROTTLEALL 2 {t:__rand_int__}:a {t:__rand_int__}:b GCRA 15 30 60 FW 100 60 ALIGN
-run SW.ALLOW sw:__rand_int__ 100 60
-run FW.INCR fw:__rand_int__ 100 60
+for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+fixed=$(redis-cli -p "$port" script load "$(cat bench/lua/fixed_window.lua)")
+rows=()
+# run NAME FUNCTION COMMAND...: FUNCTION is the command's entry point as
+# callgrind names it (its inclusive count is the second column).
+run() {
+  local name=$1 fn=$2
+  shift 2
+  redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n "$calls" -r 1000 -q "$@" >/dev/null
+  callgrind_control -d "$name" >/dev/null 2>&1
+  rows+=("$name|$fn")
+}
+run warm-up - FLOOR.ONE f:__rand_int__
+callgrind_control -z >/dev/null 2>&1
+run INCR incrCommand INCR n:__rand_int__
+run FLOOR.ONE cell_floor::one FLOOR.ONE f:__rand_int__
+run FLOOR.TWO cell_floor::two FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b'
+run FLOOR.TYPE cell_floor::typed FLOOR.TYPE ft:__rand_int__
+run CL.THROTTLE commands::cl_throttle CL.THROTTLE cl:__rand_int__ 15 30 60 1
+run CL.PEEK commands::cl_peek CL.PEEK cl:__rand_int__ 15 30 60
+run CL.RESERVE commands::cl_reserve CL.RESERVE cr:__rand_int__ 15 30 60 MAXWAIT 1
+run "CL.THROTTLEALL GCRA + FW" commands::cl_throttleall \
+  CL.THROTTLEALL 2 '{t:__rand_int__}:a' '{t:__rand_int__}:b' GCRA 15 30 60 FW 100 60 ALIGN
+run SW.ALLOW commands::sw_allow SW.ALLOW sw:__rand_int__ 100 60
+run "SW.ALLOW APPROX" commands::sw_allow SW.ALLOW sa:__rand_int__ 100 60 APPROX
+run FW.INCR commands::fw_incr FW.INCR fw:__rand_int__ 100 60
+run "Lua INCR+EXPIRE fixed window" evalShaCommand EVALSHA "$fixed" 1 lf:__rand_int__ 100 60 1
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait || true
-callgrind_annotate --inclusive=yes "$out/cg.out" 2>/dev/null | awk -v calls="$calls" '
-  function row(name) { gsub(",", "", $1); printf "%-15s %6d instructions per call\n", name, $1 / calls }
-  /incrCommand \[/ { row("INCR") }
-  /cell_floor::one \[/ { row("FLOOR.ONE") }
-  /cell_floor::two \[/ { row("FLOOR.TWO") }
-  /commands::cl_throttle \[/ { row("CL.THROTTLE") }
-  /commands::cl_peek \[/ { row("CL.PEEK") }
-  /commands::cl_throttleall \[/ { row("CL.THROTTLEALL") }
-  /commands::sw_allow \[/ { row("SW.ALLOW") }
-  /commands::fw_incr \[/ { row("FW.INCR") }
-'
-if [ -n "${KEEP_PROFILE:-}" ]; then cp "$out/cg.out" "$KEEP_PROFILE"; fi
+printf '%-30s %14s %14s\n' workload "whole server" "in the command"
+for row in "${rows[@]}"; do
+  name=${row%%|*} fn=${row#*|}
+  file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | head -1)
+  [ "$name" = warm-up ] && continue
+  total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
+  inside=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
+    awk -v fn="$fn" '{ f = $0; gsub(",", "", $1) } !found && index(f, fn " [") { print $1; found = 1 }')
+  printf '%-30s %14d %14d\n' "$name" $((total / calls)) $((${inside:-0} / calls))
+done
+if [ -n "${KEEP_PROFILE:-}" ]; then cp "$out"/cg.out.* "$KEEP_PROFILE"/; fi
 rm -rf "$out"

@@ -195,7 +195,8 @@ TWIN_PAIRS = [
 
 
 # (name, tool, command(s), floor): tool "rb" is redis-benchmark, "lg" the
-# load generator; floor "one" or "two" names the floor a row is compared to.
+# load generator; floor "one", "two" or "type" names the floor a row is
+# compared to ("type": a module-type value, as the sliding windows keep).
 def workloads(shas: dict[str, str], twin, simple_functions=False):
     k = "__rand_int__"
     gcra = ["GCRA", 15, 30, 60]
@@ -214,6 +215,7 @@ def workloads(shas: dict[str, str], twin, simple_functions=False):
         ("INCR (loadgen)", "lg", [["INCR", f"n:{k}"]], None),
         ("floor, one key", "rb", ["FLOOR.ONE", f"f:{k}"], None),
         ("floor, two keys", "rb", ["FLOOR.TWO", f"{{f:{k}}}:a", f"{{f:{k}}}:b"], None),
+        ("floor, module type", "rb", ["FLOOR.TYPE", f"ft:{k}"], None),
         ("floor, integer-encoded (GET and SET through RedisModule_Call)", "rb", ["FLOOR.INT", f"fi:{k}"], "one"),
         ("CL.THROTTLE", "rb", ["CL.THROTTLE", f"cl:{k}", 15, 30, 60, 1], "one"),
         ("CL.PEEK", "rb", ["CL.PEEK", f"cl:{k}", 15, 30, 60], "one"),
@@ -231,11 +233,11 @@ def workloads(shas: dict[str, str], twin, simple_functions=False):
           ["SW.ALLOW", f"{{v:{k}}}:c", 100, 60], ["EXEC"]], None),
         ("Lua all-or-nothing GCRA + FW", "rb",
          ["EVALSHA", shas["throttle_all"], 2, f"{{l:{k}}}:a", f"{{l:{k}}}:b", 15, 30, 60, 1000, 60], None),
-        ("SW.ALLOW limit 100", "rb", ["SW.ALLOW", f"sw:{k}", 100, 60], "one"),
-        ("SW.ALLOW limit 10000", "rb", ["SW.ALLOW", f"sx:{k}", 10000, 60], "one"),
-        ("SW.ALLOW APPROX", "rb", ["SW.ALLOW", f"sa:{k}", 100, 60, "APPROX"], "one"),
-        ("SW.PEEK", "rb", ["SW.PEEK", f"sw:{k}", 100, 60], "one"),
-        ("SW.REFUND", "rb", ["SW.REFUND", f"sw:{k}", 100, 60, 1], "one"),
+        ("SW.ALLOW limit 100", "rb", ["SW.ALLOW", f"sw:{k}", 100, 60], "type"),
+        ("SW.ALLOW limit 10000", "rb", ["SW.ALLOW", f"sx:{k}", 10000, 60], "type"),
+        ("SW.ALLOW APPROX", "rb", ["SW.ALLOW", f"sa:{k}", 100, 60, "APPROX"], "type"),
+        ("SW.PEEK", "rb", ["SW.PEEK", f"sw:{k}", 100, 60], "type"),
+        ("SW.REFUND", "rb", ["SW.REFUND", f"sw:{k}", 100, 60, 1], "type"),
         ("FW.INCR", "rb", ["FW.INCR", f"fw:{k}", 100, 60], "one"),
         ("FW.PEEK", "rb", ["FW.PEEK", f"fw:{k}", 100, 60], "one"),
         ("FW.REFUND", "rb", ["FW.REFUND", f"fw:{k}", 100, 60, 1], "one"),
@@ -329,7 +331,8 @@ def throughput(args):
         twin = load_twin(r)
         simple = load_simple_functions(r, twin)
         loads = [w for w in workloads(shas, twin, simple)
-                 if not args.only or w[0] in ("INCR", "INCR (loadgen)", "floor, one key", "floor, two keys")
+                 if not args.only or w[0] in ("INCR", "INCR (loadgen)", "floor, one key", "floor, two keys",
+                                             "floor, module type")
                  or any(o in w[0] for o in args.only)]
         names = [w[0] for w in loads] + (["reference CL.THROTTLE"] if reference else [])
         ops = {n: [] for n in names}
@@ -348,7 +351,8 @@ def throughput(args):
                 reference.r.flushall()
                 this["reference CL.THROTTLE"] = redis_benchmark(
                     reference.port, ["CL.THROTTLE", "cl:__rand_int__", 15, 30, 60, 1], args)
-            floors = {"one": this["floor, one key"], "two": this["floor, two keys"]}
+            floors = {"one": this["floor, one key"], "two": this["floor, two keys"],
+                      "type": this["floor, module type"]}
             for name, tool, _, floor in loads:
                 ops[name].append(this[name])
                 incr = this["INCR (loadgen)"] if tool == "lg" else this["INCR"]
