@@ -65,7 +65,7 @@ fn bit_len(x: u128) -> u32 {
 
 /// Whole microseconds of a nanosecond duration, truncated toward zero.
 pub fn whole_micros(ns: i128) -> i128 {
-    ns / 1_000
+    crate::div(ns, 1_000)
 }
 
 #[cfg(test)]

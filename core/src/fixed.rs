@@ -101,7 +101,9 @@ impl FixedWindow {
     fn new_window_end(&self, now: i64) -> i128 {
         match self.span {
             Span::Rolling(w) => i128::from(now) + i128::from(w),
-            Span::Aligned(w) => (i128::from(now).div_euclid(i128::from(w)) + 1) * i128::from(w),
+            Span::Aligned(w) => {
+                (crate::div_euclid(i128::from(now), i128::from(w)) + 1) * i128::from(w)
+            }
             Span::Calendar(unit, offset) => calendar::period_end(now, unit, offset),
             Span::Zoned(unit, ref zone) => zoned::period_end(now, unit, zone),
         }
@@ -119,7 +121,7 @@ impl FixedWindow {
     fn new_window_end_ms(&self, now: i64) -> i64 {
         let end = self.new_window_end(now);
         let ms = i128::from(NANOS_PER_MILLI);
-        saturate((end + ms - 1).div_euclid(ms))
+        saturate(crate::div_euclid(end + ms - 1, ms))
     }
 
     pub fn decide(&self, found: Option<Counter>, now: i64, quantity: i64) -> Outcome {

@@ -224,9 +224,9 @@ impl Gcra {
             return 0;
         }
         let whole = if emission >= 1_000 {
-            whole_micros(next) / whole_micros(emission)
+            crate::div(whole_micros(next), whole_micros(emission))
         } else {
-            next / emission
+            crate::div(next, emission)
         };
         saturate(whole.clamp(0, i128::from(self.limit)))
     }
@@ -235,5 +235,7 @@ impl Gcra {
 /// When a key whose bucket empties `ttl` ns after `now` expires (Unix ms):
 /// the whole milliseconds of `ttl` after the millisecond of `now`.
 fn expire_at_ms(now: i64, ttl: i128) -> i64 {
-    saturate(i128::from(now.div_euclid(NANOS_PER_MILLI)) + ttl / i128::from(NANOS_PER_MILLI))
+    saturate(
+        i128::from(now.div_euclid(NANOS_PER_MILLI)) + crate::div(ttl, i128::from(NANOS_PER_MILLI)),
+    )
 }

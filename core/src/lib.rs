@@ -57,10 +57,52 @@ pub fn within_64_bits(instant: i128) -> Result<(), ParamError> {
     }
 }
 
+/// `a / b` (truncated) and `a.div_euclid(b)` for `i128` intermediates,
+/// computed in 64 bits when both fit, as they do but for absurd states:
+/// the same result without the 128-bit division routine, which costs
+/// about a hundred instructions a call. `b` is never 0 here.
+pub(crate) fn div(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) if y != 0 && (x, y) != (i64::MIN, -1) => i128::from(x / y),
+        _ => a / b,
+    }
+}
+
+/// See [`div`].
+pub(crate) fn div_euclid(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(x), Ok(y)) if y != 0 && (x, y) != (i64::MIN, -1) => i128::from(x.div_euclid(y)),
+        _ => a.div_euclid(b),
+    }
+}
+
 /// An `i128` intermediate clamped into `i64`: durations and instants that
 /// only overflow for absurd stored states saturate instead of wrapping.
 pub(crate) fn saturate(x: i128) -> i64 {
     i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+#[cfg(test)]
+mod division {
+    use proptest::prelude::*;
+
+    fn wide() -> impl Strategy<Value = i128> {
+        prop_oneof![
+            any::<i64>().prop_map(i128::from),
+            any::<i128>(),
+            Just(i128::from(i64::MIN)),
+            Just(-1),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn as_128_bits_divide(a in wide(), b in wide()) {
+            prop_assume!(b != 0 && !(a == i128::MIN && b == -1));
+            prop_assert_eq!(super::div(a, b), a / b);
+            prop_assert_eq!(super::div_euclid(a, b), a.div_euclid(b));
+        }
+    }
 }
 
 #[cfg(test)]

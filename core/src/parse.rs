@@ -19,6 +19,9 @@ pub enum ParseError {
 /// accept: an optional `+` or `-`, then ASCII digits, nothing else. Runs on
 /// every argument and every stored value, so it works on bytes directly.
 pub fn integer(arg: &[u8]) -> Result<i64, ParseError> {
+    if let Some(value) = short_unsigned(arg) {
+        return Ok(value);
+    }
     let (negative, digits) = match arg.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
@@ -44,6 +47,49 @@ pub fn integer(arg: &[u8]) -> Result<i64, ParseError> {
     } else {
         value.checked_neg().ok_or(ParseError::NotInteger)
     }
+}
+
+/// `1` to `19` ASCII digits and nothing else that fit in 63 bits: the
+/// common argument and stored value (a TAT has 19 digits), read with no
+/// overflow check but the last (19 digits fit in 64 unsigned bits): the
+/// leading `len % 8` digits one by one, then eight at a time. `None` for
+/// anything else, which the general path then reads.
+fn short_unsigned(arg: &[u8]) -> Option<i64> {
+    if arg.is_empty() || arg.len() > 19 {
+        return None;
+    }
+    let (lead, chunks) = arg.split_at(arg.len() % 8);
+    let mut value: u64 = 0;
+    for &b in lead {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        value = value * 10 + u64::from(d);
+    }
+    for chunk in chunks.chunks_exact(8) {
+        let chunk: [u8; 8] = chunk.try_into().ok()?;
+        value = value * 100_000_000 + eight_digits(chunk)?;
+    }
+    i64::try_from(value).ok()
+}
+
+/// The value of eight ASCII digits, or `None` if any byte is not one:
+/// all eight checked and combined in a few word-wide operations.
+fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    let word = u64::from_le_bytes(chunk);
+    // A digit is 0x30..=0x39: its high nibble is 3, and still 3 after
+    // adding 6 (no byte carries into the next when the first holds).
+    if word & HIGH != ZEROS || word.wrapping_add(0x0606_0606_0606_0606) & HIGH != ZEROS {
+        return None;
+    }
+    // The first digit is the lowest byte: pairs, then fours, then eight.
+    let digits = word - ZEROS;
+    let pairs = (digits * 10 + (digits >> 8)) & 0x00FF_00FF_00FF_00FF;
+    let fours = (pairs * 100 + (pairs >> 16)) & 0x0000_FFFF_0000_FFFF;
+    Some((fours * 10_000 + (fours >> 32)) & 0xFFFF_FFFF)
 }
 
 /// A duration: a number of seconds as [`seconds_as_nanos`] reads it, or a
@@ -82,6 +128,10 @@ fn split_unit(arg: &[u8]) -> (&[u8], i64) {
         (b"h", 3_600 * NANOS_PER_SEC),
         (b"d", 86_400 * NANOS_PER_SEC),
     ];
+    // Every unit is letters: a number ending in a digit has none.
+    if arg.last().is_some_and(u8::is_ascii_digit) {
+        return (arg, NANOS_PER_SEC);
+    }
     for (suffix, nanos) in UNITS {
         if arg.len() > suffix.len() {
             let (number, unit) = arg.split_at(arg.len() - suffix.len());
@@ -123,6 +173,12 @@ fn too_large_or_malformed(number: &[u8]) -> DurationError {
 /// nanoseconds. A leading `-` is accepted so that the caller can report a
 /// non-positive duration by name rather than as malformed.
 pub fn seconds_as_nanos(arg: &[u8]) -> Result<i64, ParseError> {
+    // Whole seconds of up to 9 digits: no fraction, no overflow.
+    if arg.len() <= 9 {
+        if let Some(seconds) = short_unsigned(arg) {
+            return Ok(seconds * NANOS_PER_SEC);
+        }
+    }
     let (negative, body) = match arg.split_first() {
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
@@ -300,6 +356,36 @@ mod tests {
         #[test]
         fn any_i64_round_trips(v in any::<i64>()) {
             prop_assert_eq!(integer(v.to_string().as_bytes()), Ok(v));
+        }
+
+        #[test]
+        fn eight_digits_at_once(chunk in proptest::array::uniform8(any::<u8>())) {
+            let text = std::str::from_utf8(&chunk).ok();
+            let expected = text
+                .filter(|t| t.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|t| t.parse::<u64>().ok());
+            prop_assert_eq!(eight_digits(chunk), expected);
+        }
+
+        #[test]
+        fn long_digit_strings_parse_as_rust_does(digits in "[0-9]{1,21}", bad in 0usize..25, byte in any::<u8>()) {
+            let mut bytes = digits.into_bytes();
+            if bad < bytes.len() {
+                bytes[bad] = byte;
+            }
+            let rust = std::str::from_utf8(&bytes).ok().and_then(|t| t.parse::<i64>().ok());
+            prop_assert_eq!(integer(&bytes).ok(), rust);
+        }
+
+        #[test]
+        fn whole_seconds_read_as_decimals(secs in 0i64..100_000_000_000, plus in any::<bool>()) {
+            let sign = if plus { "+" } else { "" };
+            let whole = format!("{sign}{secs}");
+            prop_assert_eq!(
+                seconds_as_nanos(whole.as_bytes()),
+                seconds_as_nanos(format!("{whole}.0").as_bytes())
+            );
+            prop_assert_eq!(duration(whole.as_bytes()).ok(), seconds_as_nanos(whole.as_bytes()).ok());
         }
 
         #[test]

@@ -71,7 +71,7 @@ impl ApproxWindow {
     fn estimate(&self, previous: i64, current: i64, elapsed: i64) -> i128 {
         let w = i128::from(self.window);
         let weight = w - i128::from(elapsed);
-        let weighted = (i128::from(previous) * weight + w - 1) / w;
+        let weighted = crate::div(i128::from(previous) * weight + w - 1, w);
         weighted + i128::from(current)
     }
 
@@ -141,7 +141,7 @@ impl ApproxWindow {
             let e = if previous == 0 {
                 0
             } else {
-                (w - (room * w) / i128::from(previous)).max(0)
+                (w - crate::div(room * w, i128::from(previous))).max(0)
             };
             let e = if k == 0 {
                 e.max(i128::from(elapsed))
@@ -161,7 +161,7 @@ impl ApproxWindow {
 /// holding `at` (see [`crate::within_64_bits`]).
 pub fn check(window: i64, at: i64) -> Result<(), ParamError> {
     let w = i128::from(window.max(1));
-    crate::within_64_bits((i128::from(at).div_euclid(w) + 2) * w)
+    crate::within_64_bits((crate::div_euclid(i128::from(at), w) + 2) * w)
 }
 
 /// The state as of `now`: rolled forward to the fixed window containing
@@ -227,7 +227,7 @@ impl Counter {
     /// When the key can expire: once both counts have weight zero.
     pub fn expire_at_ms(&self) -> i64 {
         let end = (i128::from(self.index) + 2) * i128::from(self.window);
-        saturate(end / i128::from(crate::NANOS_PER_MILLI))
+        saturate(crate::div(end, i128::from(crate::NANOS_PER_MILLI)))
     }
 }
 
