@@ -4,14 +4,16 @@
 //! `SET key value PXAT ms`, reply five integers); `FLOOR.TWO key key` does
 //! it for two keys and replies six integers, as `CL.THROTTLEALL` with two
 //! limiters must. Every ratio "to the floor" in the benchmark divides by
-//! these. `FLOOR.INT key` does `FLOOR.ONE`'s work keeping the value
+//! these. Both ignore any words after their keys, so that the benchmark
+//! can also measure them with as many arguments as the command compared
+//! (the server's share of a call grows with its arguments). `FLOOR.INT key` does `FLOOR.ONE`'s work keeping the value
 //! integer-encoded, as built-in commands store integers: the module API can
 //! only do that through `RedisModule_Call` (`GET`, then `SET ... PXAT`).
 //! `FLOOR.TYPE key` does what `SW.ALLOW` cannot avoid beyond that: the key
 //! holds a value of a module type (created when absent, changed in place
 //! otherwise), gets an absolute expiry, and the change is replicated as a
 //! module command with one argument (`FLOOR.TYPE key`); it replies five
-//! integers.
+//! integers, and ignores words after the key too.
 //!
 //! The API functions are resolved once at load, which fails if one is
 //! missing, so the commands never meet a missing one.
@@ -153,7 +155,8 @@ unsafe fn reply_integers(api: &Api, ctx: *mut raw::RedisModuleCtx, n: usize) {
     }
 }
 
-/// The common shape: check the arity, then run `body` on the arguments.
+/// The common shape: check the arity (as Redis counts it: `-n` is at
+/// least `n` words), then run `body` on the arguments.
 fn command(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
@@ -167,7 +170,7 @@ fn command(
     // SAFETY: Redis passes `argc` valid arguments for the command's
     // duration; `body` gets them with the live context.
     unsafe {
-        if argc != arity {
+        if argc != arity && !(arity < 0 && argc >= -arity) {
             return (api.wrong_arity)(ctx);
         }
         body(api, ctx, std::slice::from_raw_parts(argv, argc as usize));
@@ -320,7 +323,7 @@ extern "C" fn one(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    command(ctx, argv, argc, 2, one_body)
+    command(ctx, argv, argc, -2, one_body)
 }
 
 extern "C" fn two(
@@ -328,7 +331,7 @@ extern "C" fn two(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    command(ctx, argv, argc, 3, two_body)
+    command(ctx, argv, argc, -3, two_body)
 }
 
 extern "C" fn int(
@@ -344,7 +347,7 @@ extern "C" fn typed(
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
 ) -> c_int {
-    command(ctx, argv, argc, 2, type_body)
+    command(ctx, argv, argc, -2, type_body)
 }
 
 type Handler =

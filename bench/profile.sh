@@ -37,6 +37,11 @@ run INCR incrCommand INCR n:__rand_int__
 run FLOOR.ONE cell_floor::one FLOOR.ONE f:__rand_int__
 run FLOOR.TWO cell_floor::two FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b'
 run FLOOR.TYPE cell_floor::typed FLOOR.TYPE ft:__rand_int__
+# The floors with as many arguments as the commands below (ignored words).
+run "FLOOR.ONE, 6 arguments" cell_floor::one FLOOR.ONE f:__rand_int__ 15 30 60 1
+run "FLOOR.TWO, 13 arguments" cell_floor::two \
+  FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b' GCRA 15 30 60 FW 100 60 ALIGN
+run "FLOOR.TYPE, 4 arguments" cell_floor::typed FLOOR.TYPE ft:__rand_int__ 100 60
 run CL.THROTTLE commands::cl_throttle CL.THROTTLE cl:__rand_int__ 15 30 60 1
 run CL.PEEK commands::cl_peek CL.PEEK cl:__rand_int__ 15 30 60
 run CL.RESERVE commands::cl_reserve CL.RESERVE cr:__rand_int__ 15 30 60 MAXWAIT 1
