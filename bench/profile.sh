@@ -8,6 +8,8 @@
 # parsing the request, the command, propagation, the reply: what throughput
 # follows), and inside the command's own function.
 # Usage: bench/profile.sh [redis-server]   (needs valgrind, redis-benchmark)
+# PROFILE_MODULE=/path/to/libredis_cell.so profiles another build (say, of
+# an earlier commit) against the same floor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:-redis-server}
@@ -15,9 +17,10 @@ cargo build --release -q -p redis-cell -p cell-bench
 out=$(mktemp -d)
 port=${PROFILE_PORT:-7399}
 calls=20000
+module=${PROFILE_MODULE:-$PWD/target/release/libredis_cell.so}
 valgrind --tool=callgrind --dump-instr=no --callgrind-out-file="$out/cg.out" \
   "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$out" \
-  --loadmodule "$PWD/target/release/libredis_cell.so" \
+  --loadmodule "$module" \
   --loadmodule "$PWD/target/release/libcell_floor.so" >"$out/server.log" 2>&1 &
 for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
 fixed=$(redis-cli -p "$port" script load "$(cat bench/lua/fixed_window.lua)")

@@ -15,6 +15,7 @@ micro-benchmarks and the APPROX error table.
     bench/run.py                      # full run, writes bench/results.md and bench/ops.png
     bench/run.py --rounds 1 --requests 200000 --no-micro --huge 1000000   # quick look
     bench/run.py --server redis-8.2   # another server of scripts/servers (a name or a path)
+    bench/run.py --floor-pairs --pin  # only each command against its floor, in alternation
 
 The Functions twin (functions/) is loaded into the same server and measured
 beside the module's commands and the simple scripts of bench/lua: FCALL on
@@ -267,46 +268,84 @@ def workloads(shas: dict[str, str], twin, simple_functions=False):
     ] + beside
 
 
-def twin_pairs(server, commands: dict, args):
-    """Each twin function against the simple script of its limiter, run in
-    alternation (script, twin, script, twin...) with short runs of a
-    quarter of --requests, so that both see the same load on a shared
-    machine: the median, lowest and highest ratio of the --pairs adjacent
-    runs."""
+# Each command against its floors, and FW.INCR against the script it
+# replaces: the rows whose ratio --floor-pairs measures in alternation.
+FLOOR_PAIRS = [
+    ("CL.THROTTLE", "floor, one key"),
+    ("CL.THROTTLE", "floor, one key, 6 arguments (as CL.THROTTLE)"),
+    ("CL.PEEK", "floor, one key"),
+    ("CL.RESERVE MAXWAIT 1", "floor, one key"),
+    ("CL.THROTTLEALL GCRA + FW", "floor, two keys"),
+    ("CL.THROTTLEALL GCRA + FW", "floor, two keys, 13 arguments (as CL.THROTTLEALL GCRA + FW)"),
+    ("SW.ALLOW limit 100", "floor, module type"),
+    ("SW.ALLOW limit 100", "floor, module type, 4 arguments (as SW.ALLOW)"),
+    ("SW.ALLOW APPROX", "floor, module type"),
+    ("FW.INCR", "floor, one key"),
+    ("FW.INCR", "Lua INCR+EXPIRE fixed window"),
+]
+
+
+def alternate(server, commands: dict, pairs: list, args, flush=True) -> list:
+    """Each pair's two workloads run in alternation (reference, row,
+    reference, row...) with short runs of a quarter of --requests, so that
+    both see the same load on a shared machine: the median, lowest and
+    highest ratio (row / reference) of the --pairs adjacent runs. With
+    `flush` the keys are dropped before each pair of runs; without it, one
+    untimed run of each first fills its keys, so that every timed run
+    meets existing keys."""
     out = []
-    for a, b in TWIN_PAIRS:
+    for a, b in pairs:
         if a not in commands or b not in commands:
             continue
         ratios = []
-        for _ in range(args.pairs):
+        if not flush:
             server.r.flushall()
-            script = redis_benchmark(server.port, commands[b], args, requests=args.requests // 4)
-            twin = redis_benchmark(server.port, commands[a], args, requests=args.requests // 4)
-            ratios.append(twin / script)
+            for name in (b, a):
+                redis_benchmark(server.port, commands[name], args, requests=args.requests // 4)
+        for _ in range(args.pairs):
+            if flush:
+                server.r.flushall()
+            reference = redis_benchmark(server.port, commands[b], args, requests=args.requests // 4)
+            row = redis_benchmark(server.port, commands[a], args, requests=args.requests // 4)
+            ratios.append(row / reference)
         print(f"{a} / {b}: " + ", ".join(f"{x:.2f}" for x in ratios), file=sys.stderr)
         out.append((a, b, statistics.median(ratios), min(ratios), max(ratios)))
     return out
 
 
-def only_pairs(args):
-    """--only-pairs: the twin-against-script table alone."""
-    server = Server(MODULE)
+def twin_pairs(server, commands: dict, args):
+    """Each twin function against the simple script of its limiter, in
+    alternation (see `alternate`)."""
+    return alternate(server, commands, TWIN_PAIRS, args)
+
+
+def only_pairs(args, pairs=TWIN_PAIRS, flush=True):
+    """--only-pairs, --floor-pairs: a table of alternating runs alone."""
+    server = Server(MODULE, FLOOR)
     try:
         shas = load_scripts(server.r)
         twin = load_twin(server.r)
         simple = load_simple_functions(server.r, twin)
-        return twin_pairs(server, {w[0]: w[2] for w in workloads(shas, twin, simple)}, args)
+        return alternate(server, {w[0]: w[2] for w in workloads(shas, twin, simple)}, pairs, args, flush)
     finally:
         server.stop()
 
 
-def pairs_table(pairs, args) -> list:
-    return ["", f"The Functions twin against the simple (inexact) script of the same limiter: {args.pairs} "
-            f"runs of each in alternation ({args.requests // 4:,} requests a run), the ratio of their "
-            "throughputs in adjacent runs:", "",
-            "| twin | simple script | twin / script (median) | lowest | highest |",
-            "|---|---|---:|---:|---:|"] + [
+def alternation_table(pairs, args, what: str, header: str) -> list:
+    """The table of `alternate`'s ratios, under a sentence saying `what`."""
+    return ["", f"{what}: {args.pairs} runs of each in alternation ({args.requests // 4:,} requests a run), "
+            "the ratio of their throughputs in adjacent runs:", "", header, "|---|---|---:|---:|---:|"] + [
         f"| {a} | {b} | {m:.2f} | {lo:.2f} | {hi:.2f} |" for a, b, m, lo, hi in pairs]
+
+
+def pairs_table(pairs, args) -> list:
+    return alternation_table(pairs, args, "The Functions twin against the simple (inexact) script of the same limiter",
+                             "| twin | simple script | twin / script (median) | lowest | highest |")
+
+
+def floor_pairs_table(pairs, args) -> list:
+    return alternation_table(pairs, args, "Each command against its floor (on keys that exist), and `FW.INCR` "
+                             "against the script", "| command | against | ratio (median) | lowest | highest |")
 
 
 def load_scripts(r) -> dict[str, str]:
@@ -383,8 +422,10 @@ def throughput(args):
                 worst[name] = slowest(r, command)
         med = lambda xs: statistics.median(xs) if xs else None
         rows = [(n, med(ops[n]), med(to_incr[n]), med(to_floor[n]), worst[n]) for n in names]
-        pairs = twin_pairs(server, {w[0]: w[2] for w in loads}, args)
-        return rows, pairs
+        commands = {w[0]: w[2] for w in loads}
+        pairs = twin_pairs(server, commands, args)
+        floors = alternate(server, commands, FLOOR_PAIRS, args, flush=False)
+        return rows, pairs, floors
     finally:
         server.stop()
         if reference:
@@ -654,6 +695,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=9,
                     help="alternating runs of each twin function and its simple script (0: none)")
     ap.add_argument("--only-pairs", action="store_true", help="print only the twin-against-script table")
+    ap.add_argument("--floor-pairs", action="store_true",
+                    help="print only the table of each command against its floor, run in alternation")
     ap.add_argument("--pin", action="store_true",
                     help="run the server on core 0 and the load generators on core 1 (taskset)")
     args = ap.parse_args()
@@ -670,7 +713,10 @@ def main():
     if args.only_pairs:
         print("\n".join(pairs_table(only_pairs(args), args)))
         return
-    rows, pairs = throughput(args)
+    if args.floor_pairs:
+        print("\n".join(floor_pairs_table(only_pairs(args, FLOOR_PAIRS, flush=False), args)))
+        return
+    rows, pairs, floors = throughput(args)
     per_key, per_request, per_lease = ([], [], None) if args.no_memory else memory()
     huge = huge_log(args.huge) if args.huge else []
     micro_rows = [] if args.no_micro else micro()
@@ -688,6 +734,8 @@ def main():
              "| workload | ops/s | ratio to INCR | ratio to the floor | worst single call (µs) |",
              "|---|---:|---:|---:|---:|"]
     lines += [f"| {n} | {o:,.0f} | {fmt(i)} | {fmt(f)} | {worst(w)} |" for n, o, i, f, w in rows]
+    if floors:
+        lines += floor_pairs_table(floors, args)
     if pairs:
         lines += pairs_table(pairs, args)
     if per_key:
