@@ -59,7 +59,7 @@ wait || true
 printf '%-30s %14s %14s\n' workload "whole server" "in the command"
 for row in "${rows[@]}"; do
   name=${row%%|*} fn=${row#*|}
-  file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | head -1)
+  file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | sed -n 1p)
   [ "$name" = warm-up ] && continue
   total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
   inside=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
