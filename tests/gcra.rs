@@ -138,11 +138,32 @@ fn replies_and_state_are_cl_throttles() {
     let mut now = T0;
     for (i, (burst, count, period, cl_period)) in params.iter().enumerate() {
         let (a, b) = (format!("g{i}"), format!("t{i}"));
+        // The last step left both states in their expiry millisecond.
+        let mut fragile = false;
         for (step, tokens) in steps {
             now += step;
             s.set_time(now);
             // Valkey 9's cached clock catches up within a millisecond.
             std::thread::sleep(std::time::Duration::from_millis(3));
+            // A state in its expiry millisecond may meanwhile have been
+            // expired by the server's active expiry, which samples keys at
+            // random, on one key and not the other (seen on Redis 8.2):
+            // both then start this step from the same (empty) state.
+            let (g_before, t_before) = (get(c, &a), get(c, &b));
+            if g_before.is_none() != t_before.is_none() {
+                let ttl = if g_before.is_some() {
+                    pttl(c, &a)
+                } else {
+                    pttl(c, &b)
+                };
+                assert!(
+                    (0..=1).contains(&ttl),
+                    "{a} before +{}: {g_before:?} {t_before:?}",
+                    now - T0
+                );
+                cmd(c, &format!("DEL {a} {b}")).unwrap();
+                fragile = false;
+            }
             // Each key read right after its write: a bucket that empties
             // within the millisecond may be expired by the time the other
             // is read.
@@ -157,20 +178,29 @@ fn replies_and_state_are_cl_throttles() {
             );
             let (t_value, t_ttl) = (get(c, &b), pttl(c, &b));
             let at = now - T0;
+            let at_expiry = |ttl: i64| (0..=1).contains(&ttl);
+            if g != t && fragile {
+                // The states met at their expiry millisecond: the server
+                // expired one between the check above and its command.
+                cmd(c, &format!("DEL {a} {b}")).unwrap();
+                fragile = false;
+                continue;
+            }
             assert_eq!(g, t, "{a} {burst} {count} {period} x{tokens} at +{at}");
             // A state at its expiry millisecond may be gone already on one
             // key and not yet on the other (the server's expiry of a key in
             // its last millisecond): the same state for both otherwise.
-            let at_expiry = |ttl: i64| (0..=1).contains(&ttl);
             if g_value.is_none() != t_value.is_none() {
                 let ttl = if g_value.is_some() { g_ttl } else { t_ttl };
                 assert!(at_expiry(ttl), "{a} at +{at}: {g_value:?} {t_value:?}");
                 // Both start the next step from the same (empty) state.
                 cmd(c, &format!("DEL {a} {b}")).unwrap();
+                fragile = false;
                 continue;
             }
             assert_eq!(g_value, t_value, "{a} at +{at}");
             assert_eq!(g_ttl, t_ttl, "{a} at +{at}");
+            fragile = g_value.is_some() && at_expiry(g_ttl);
         }
         // The default is one token; and the keys are shared.
         let g = five(c, &format!("GCRA {b} {burst} {count} {period}"));
