@@ -105,6 +105,12 @@ fn enabled_it_is_registered_beside_the_other_module_arguments() {
         .any(|l| l == "GCRA key max_burst tokens_per_period period [TOKENS count]"));
 }
 
+/// Whether a key read a moment ago was in its expiry millisecond: its
+/// `PTTL` is 0 or 1, or -2 when the server expired it in between.
+fn in_last_ms(ttl: i64) -> bool {
+    ttl == -2 || (0..=1).contains(&ttl)
+}
+
 /// The same calls, at the same instants, as `GCRA` on one key and as
 /// `CL.THROTTLE` on another: the same replies, values and expiries; then
 /// each command continues the other's key.
@@ -157,7 +163,7 @@ fn replies_and_state_are_cl_throttles() {
                     pttl(c, &b)
                 };
                 assert!(
-                    (0..=1).contains(&ttl),
+                    in_last_ms(ttl),
                     "{a} before +{}: {g_before:?} {t_before:?}",
                     now - T0
                 );
@@ -178,7 +184,6 @@ fn replies_and_state_are_cl_throttles() {
             );
             let (t_value, t_ttl) = (get(c, &b), pttl(c, &b));
             let at = now - T0;
-            let at_expiry = |ttl: i64| (0..=1).contains(&ttl);
             if g != t && fragile {
                 // The states met at their expiry millisecond: the server
                 // expired one between the check above and its command.
@@ -192,7 +197,7 @@ fn replies_and_state_are_cl_throttles() {
             // its last millisecond): the same state for both otherwise.
             if g_value.is_none() != t_value.is_none() {
                 let ttl = if g_value.is_some() { g_ttl } else { t_ttl };
-                assert!(at_expiry(ttl), "{a} at +{at}: {g_value:?} {t_value:?}");
+                assert!(in_last_ms(ttl), "{a} at +{at}: {g_value:?} {t_value:?}");
                 // Both start the next step from the same (empty) state.
                 cmd(c, &format!("DEL {a} {b}")).unwrap();
                 fragile = false;
@@ -200,7 +205,7 @@ fn replies_and_state_are_cl_throttles() {
             }
             assert_eq!(g_value, t_value, "{a} at +{at}");
             assert_eq!(g_ttl, t_ttl, "{a} at +{at}");
-            fragile = g_value.is_some() && at_expiry(g_ttl);
+            fragile = g_value.is_some() && in_last_ms(g_ttl);
         }
         // The default is one token; and the keys are shared.
         let g = five(c, &format!("GCRA {b} {burst} {count} {period}"));
