@@ -378,8 +378,9 @@ fn random_policy_and_top_commands_never_hurt_the_server() {
     let keys: &[&[u8]] = &[b"list", b"hash", b"k1", b"k2", b"{t}a", b"{t}b", b""];
     let mut rng = Rng(0x5EED_0FF1_CE00_0017);
     let (mut sent, mut answered) = (0u64, 0u64);
-    let deadline = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < deadline && sent < 30_000 {
+    // A number of commands rather than a time: a loaded machine sends them
+    // more slowly, it does not send fewer.
+    while sent < 3_000 {
         {
             let mut w: Vec<Vec<u8>> = Vec::new();
             let sane = |rng: &mut Rng, w: &mut Vec<Vec<u8>>| {
@@ -451,7 +452,6 @@ fn random_policy_and_top_commands_never_hurt_the_server() {
         }
         ping(c);
     }
-    assert!(sent >= 2_000, "only {sent} commands sent");
     // Not only errors: policies were set and used.
     assert!(answered * 10 > sent, "only {answered} of {sent} answered");
     // The set is whole: every policy listed answers GET.
