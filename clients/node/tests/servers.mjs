@@ -18,15 +18,26 @@ process.on("exit", () => {
   for (const c of children) c.kill("SIGKILL");
 });
 
-export async function freePort() {
-  return new Promise((resolve, reject) => {
+function bindable(port) {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
+    s.once("error", () => resolve(false));
+    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
   });
+}
+
+/**
+ * A loopback port that is free now, in 10000..20000, below the kernel's
+ * ephemeral range (32768..60999 here) where clients' own connections take
+ * ports; for a cluster node its bus port (+10000, in 20000..30000) is free
+ * too. Another process may still take it before the server binds: the
+ * caller starts again on another port when that happens.
+ */
+export async function freePort({ cluster = false } = {}) {
+  for (;;) {
+    const port = 10_000 + Math.floor(Math.random() * 10_000);
+    if ((await bindable(port)) && (!cluster || (await bindable(port + 10_000)))) return port;
+  }
 }
 
 /** The server's major.minor, from --version (Valkey reports its own). */
@@ -75,40 +86,63 @@ export function raw(port, ...args) {
 /**
  * Starts a server; `module: false` starts it without redis-cell (the twin's
  * case). Fails loudly if it does not answer within 10 s or the module did
- * not load.
+ * not load; if its port was taken between the check and its bind, starts
+ * again on another port (up to five times).
  */
 export async function startServer({ module = true, cluster = false, bin = SERVER } = {}) {
-  const port = await freePort();
+  for (let attempt = 1; ; attempt++) {
+    const started = await spawnServer({ module, cluster, bin, port: await freePort({ cluster }) });
+    if (started.server) return started.server;
+    if (attempt === 5 || !/already in use/i.test(started.log)) {
+      throw new Error(`${bin} did not start on port ${started.port}${module ? ` with ${MODULE}` : ""}: ${started.log}`);
+    }
+  }
+}
+
+/** One start on `port`: `{ server }`, or `{ port, log }` if it exited or did not answer. */
+async function spawnServer({ module, cluster, bin, port }) {
   const dir = mkdtempSync(join(tmpdir(), "cell-node-"));
   const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
   if (module) args.push("--loadmodule", MODULE);
   if (cluster) args.push("--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf"));
-  const child = spawn(bin, args, { stdio: ["ignore", "ignore", "pipe"] });
+  // The server logs to stdout, and reports a refused configuration on stderr.
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
   children.add(child);
-  let stderr = "";
-  child.stderr.on("data", (d) => (stderr += d));
+  let log = "";
+  child.stdout.on("data", (d) => (log += d));
+  child.stderr.on("data", (d) => (log += d));
   let exited = false;
   child.once("exit", () => (exited = true));
+  const stop = () => {
+    child.kill("SIGKILL");
+    children.delete(child);
+    rmSync(dir, { recursive: true, force: true });
+  };
   const deadline = Date.now() + 10_000;
   while (!(await ping(port))) {
     if (exited || Date.now() > deadline) {
-      throw new Error(`${bin} did not start on port ${port}${module ? ` with ${MODULE}` : ""}: ${stderr}`);
+      stop();
+      return { port, log };
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  // Another process's server may answer on a port ours could not bind.
+  const info = await raw(port, "INFO", "server");
+  if (exited || !info.includes(`process_id:${child.pid}\r\n`)) {
+    stop();
+    return { port, log: `${log}\nport ${port} already in use by another server` };
+  }
+  // Only what the server printed while starting is kept; the rest is dropped.
+  child.stdout.removeAllListeners("data");
+  child.stdout.resume();
   if (module) {
     const info = await raw(port, "COMMAND", "INFO", "CL.THROTTLE");
-    if (info.startsWith("*1\r\n*-1") || info.startsWith("*1\r\n$-1")) throw new Error(`the module did not load on port ${port}`);
+    if (info.startsWith("*1\r\n*-1") || info.startsWith("*1\r\n$-1")) {
+      stop();
+      throw new Error(`the module did not load on port ${port}`);
+    }
   }
-  return {
-    port,
-    url: `redis://127.0.0.1:${port}`,
-    stop() {
-      child.kill("SIGKILL");
-      children.delete(child);
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  return { server: { port, url: `redis://127.0.0.1:${port}`, stop } };
 }
 
 /** A cluster of three masters on loopback, slots split evenly. */
