@@ -55,6 +55,22 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A port for a cluster node, free now with its bus port (+10000): in
+/// 10000..20000, below the kernel's ephemeral range, so that the bus port
+/// is a valid port and not one of the clients' own connections.
+fn free_cluster_port() -> u16 {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos()
+        ^ std::process::id().wrapping_mul(2_654_435_761);
+    let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
+    (0..10_000u32)
+        .map(|i| 10_000 + ((seed.wrapping_add(i.wrapping_mul(7_919))) % 10_000) as u16)
+        .find(|&p| free(p) && free(p + 10_000))
+        .expect("no free port for a cluster node in 10000..20000")
+}
+
 pub fn tempdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!(
         "rls-test-{tag}-{}-{}",
@@ -96,7 +112,13 @@ impl Redis {
         // another test's connection): try another.
         let mut last = String::new();
         for _ in 0..3 {
-            match Redis::try_start(free_port(), dir.clone(), extra.clone()) {
+            let cluster = extra.iter().any(|a| a == "--cluster-enabled");
+            let port = if cluster {
+                free_cluster_port()
+            } else {
+                free_port()
+            };
+            match Redis::try_start(port, dir.clone(), extra.clone()) {
                 Ok(r) => return r,
                 Err(e) => last = e,
             }
