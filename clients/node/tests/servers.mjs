@@ -160,7 +160,7 @@ export async function startCluster({ module = true, bin = SERVER } = {}) {
     await raw(nodes[i].port, "CLUSTER", "ADDSLOTS", ...slots);
   }
   for (let i = 1; i < 3; i++) await raw(nodes[0].port, "CLUSTER", "MEET", "127.0.0.1", nodes[i].port);
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     const states = await Promise.all(nodes.map((n) => raw(n.port, "CLUSTER", "INFO")));
     if (states.every((s) => s.includes("cluster_state:ok") && s.includes("cluster_known_nodes:3"))) break;
