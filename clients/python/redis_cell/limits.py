@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode
 
 from limits.aio.storage import RedisClusterStorage as _AsyncRedisClusterStorage
 from limits.aio.storage import RedisSentinelStorage as _AsyncRedisSentinelStorage
@@ -71,13 +71,21 @@ MIGRATION = (
 
 
 def _uri(uri: str) -> tuple[str, str | None]:
-    """limits' URI for the same server, and the ``engine`` query option."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme.replace("rediscell", "redis", 1)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    engine = next((v for k, v in query if k == "engine"), None)
-    rest = urlencode([(k, v) for k, v in query if k != "engine"])
-    return urlunsplit((scheme, parts.netloc, parts.path, rest, parts.fragment)), engine
+    """limits' URI for the same server, and the ``engine`` query option.
+    Only the scheme and that option change: the rest is kept as written
+    (``rediscell+unix:///path`` keeps its empty host)."""
+    scheme, colon, rest = uri.partition(":")
+    scheme = scheme.replace("rediscell", "redis", 1)
+    base, _, tail = rest.partition("?")
+    query, hash_, fragment = tail.partition("#")
+    pairs = parse_qsl(query, keep_blank_values=True)
+    engine = next((v for k, v in pairs if k == "engine"), None)
+    if engine is not None:
+        query = urlencode([(k, v) for k, v in pairs if k != "engine"])
+    return (
+        scheme + colon + base + ("?" + query if query else "") + hash_ + fragment,
+        engine,
+    )
 
 
 def _window_start(now: float, expiry: int, used: int, last: Decision, oldest: Decision) -> float:
