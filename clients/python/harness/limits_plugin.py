@@ -5,9 +5,13 @@ Loaded with ``-p limits_plugin`` beside limits' ``tests/`` and configured by
 the environment variable ``REDIS_CELL_HARNESS`` (JSON):
 
 - ``mode``: ``module`` (one server with the module), ``twin`` (one server
-  without it, the Functions twin loaded) or ``cluster`` (three masters with
-  the module);
-- ``port`` (module, twin) or ``ports`` (cluster): where the servers listen;
+  without it, the Functions twin loaded), ``cluster`` (three masters with
+  the module) or ``transports`` (one server with the module, reached by its
+  unix socket and through a sentinel, as limits' ``redis+unix://`` and
+  ``redis+sentinel://`` storages reach theirs);
+- ``port`` (module, twin), ``ports`` (cluster), ``socket`` and ``sentinel``
+  (transports: the socket's path, the sentinel's port; the service is
+  ``mymaster``, as in limits' tests): where the servers listen;
 - ``theirs``: also run limits' own ``redis://`` storage on that server.
 
 What it changes, without editing limits' files:
@@ -34,6 +38,7 @@ import loopback_guard
 import pytest
 import redis
 import redis.cluster
+import redis.sentinel
 
 loopback_guard.install()
 
@@ -42,6 +47,8 @@ MODE = CONFIG.get("mode", "module")
 
 _SINGLE = ("redis://localhost:7379", "async+redis://localhost:7379")
 _CLUSTER = ("redis+cluster://localhost:7001", "async+redis+cluster://localhost:7001")
+_SOCKET = "/tmp/limits.redis.sock"
+_SENTINEL = "localhost:26379"
 
 
 def _ours(uri: str) -> str:
@@ -62,6 +69,13 @@ def _variants(uri: str) -> list[tuple[str, str]]:
         return out
     if MODE == "cluster" and uri.rstrip("/") in _CLUSTER:
         return [(_ours(uri.replace("7001", str(CONFIG["ports"][0]))), "rediscell-")]
+    if MODE == "transports":
+        scheme = uri.removeprefix("async+").split("://", 1)[0]
+        if scheme == "redis+unix" and _SOCKET in uri:
+            return [(_ours(uri.replace(_SOCKET, CONFIG["socket"])), "rediscell-")]
+        if scheme == "redis+sentinel" and f"//{_SENTINEL}" in uri:
+            port = str(CONFIG["sentinel"])
+            return [(_ours(uri.replace(_SENTINEL, f"localhost:{port}")), "rediscell-")]
     return []
 
 
@@ -70,9 +84,8 @@ def _instance(expected: Any, uri: str) -> Any:
 
     if "rediscell" not in uri:
         return expected
-    if uri.startswith("async+"):
-        return cell.AsyncCellClusterStorage if "cluster" in uri else cell.AsyncCellStorage
-    return cell.CellClusterStorage if "cluster" in uri else cell.CellStorage
+    kind = "Cluster" if "+cluster" in uri else "Sentinel" if "+sentinel" in uri else ""
+    return getattr(cell, f"{'Async' if uri.startswith('async+') else ''}Cell{kind}Storage")
 
 
 def _transform(mark: pytest.Mark) -> pytest.Mark:
@@ -148,11 +161,27 @@ def _redis_cluster_client() -> Any:
     return redis.cluster.RedisCluster("localhost", CONFIG["ports"][0])
 
 
+@pytest.fixture(scope="session", name="redis_uds_client")
+def _redis_uds_client() -> Any:
+    if "socket" not in CONFIG:
+        raise RuntimeError("this harness run has no unix socket")
+    return redis.from_url(f"unix://{CONFIG['socket']}")
+
+
+@pytest.fixture(scope="session", name="redis_sentinel_client")
+def _redis_sentinel_client() -> Any:
+    if "sentinel" not in CONFIG:
+        raise RuntimeError("this harness run has no sentinel")
+    return redis.sentinel.Sentinel([("localhost", CONFIG["sentinel"])])
+
+
 _REPLACED = {
     "host_ip_env": _host_ip_env,
     "docker_services": _docker_services,
     "redis_basic_client": _redis_basic_client,
     "redis_cluster_client": _redis_cluster_client,
+    "redis_uds_client": _redis_uds_client,
+    "redis_sentinel_client": _redis_sentinel_client,
 }
 
 

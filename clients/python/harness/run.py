@@ -6,14 +6,17 @@ Usage (from clients/python/test): run.py REPO VENV_PYTHON SUITES_DIR WORK_DIR
 The servers come from ``scripts/servers``, the module from
 ``REDIS_CELL_MODULE``. Per server of the matrix: a server with the module, one
 without it (the Functions twin loaded, or the EVAL twin where there are no
-functions) and a three-master cluster with the module. The runs (pytest
-processes, several at once, each on its own ports):
+functions), a three-master cluster with the module, and sentinels watching
+servers with the module. The runs (pytest processes, several at once, each
+on its own ports):
 
 - our own tests, on every server;
 - limits' suites for ``rediscell://`` beside limits' own ``redis://``, on the
   server with the module, on every server (asyncio tests through coredis,
   limits' default), and the asyncio ones again through redis-py on a subset;
-- limits' suites for ``rediscell+cluster://`` and for the twin on a subset;
+- limits' suites for ``rediscell+cluster://``, for the twin, and for
+  ``rediscell+unix://`` and ``rediscell+sentinel://`` (limits' unix-socket
+  and sentinel cases) on a subset;
 - flask-limiter's Redis tests with ``rediscell://`` on a subset.
 
 A failed test is run again (twice at most, reported) only if it is one of
@@ -34,7 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servers import Server, form_cluster, has_functions, start
+from servers import Sentinel, Server, form_cluster, has_functions, start, start_sentinel
 
 # limits' tests that fail for limits' own Redis storage on this two-core
 # machine under load (their windows are a few hundred ms wide, or the test
@@ -222,15 +225,15 @@ def main() -> int:
     limits_dir = next(suites.glob("limits-*"))
     flask_dir = next(suites.glob("flask_limiter-*"))
 
-    started: list[Server] = []
+    started: list[Server | Sentinel] = []
     jobs: list[Job] = []
     own: list[Job] = []
     try:
         for name, binary in servers:
             root = work / "servers"
             # Each suite flushes its server: runs at the same time get their own.
-            with_module, second, third = start(binary, 3, root, module, cluster=False)
-            started += [with_module, second, third]
+            with_module, second, third, fourth = start(binary, 4, root, module, cluster=False)
+            started += [with_module, second, third, fourth]
             (without,) = start(binary, 1, root, None, cluster=False)
             started.append(without)
             cluster = start(binary, 3, root, module, cluster=True)
@@ -245,6 +248,8 @@ def main() -> int:
                 twin_engine = "functions"
             else:
                 twin_engine = "eval"
+            sentinel = start_sentinel(binary, root, with_module, "cell")
+            started.append(sentinel)
             ports = [s.port for s in cluster]
             own_env = {
                 "CELL_SERVER": name,
@@ -252,6 +257,8 @@ def main() -> int:
                 "CELL_TWIN_PORT": str(without.port),
                 "CELL_TWIN_ENGINE": twin_engine,
                 "CELL_CLUSTER_PORTS": ",".join(map(str, ports)),
+                "CELL_SENTINEL_PORT": str(sentinel.port),
+                "CELL_MODULE_SOCKET": str(with_module.socket),
                 "CELL_REPO": str(repo),
             }
             own.append(
@@ -293,6 +300,13 @@ def main() -> int:
                 )
             if name in ("redis-7.0", "valkey-8.1"):
                 limits_job("cluster", {"mode": "cluster", "ports": ports}, LIMITS_FILES, "redispy")
+            if name in ("redis-6.2", "valkey-8.1"):
+                # limits' unix-socket and sentinel storages, ours in their place.
+                watcher = start_sentinel(binary, root, fourth, "mymaster")
+                started.append(watcher)
+                transports = {"mode": "transports", "socket": str(fourth.socket)}
+                transports["sentinel"] = watcher.port
+                limits_job("transports", transports, LIMITS_FILES, "coredis")
             if name in ("redis-8.2", "valkey-9.1", "redis-6.2"):
                 twin = {"mode": "twin", "port": without.port}
                 if twin_engine == "eval":

@@ -1,6 +1,7 @@
 """Servers the harness starts on loopback ports: one with the module, one
-without it (for the twin), and three masters of a cluster with the module.
-A server that does not answer fails the run with its log."""
+without it (for the twin), three masters of a cluster with the module, and
+a sentinel watching the first. A server that does not answer fails the run
+with its log."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ class Server:
             binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
             "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
         ]  # fmt: skip
+        # Also on a unix socket, for the rediscell+unix:// storages.
+        self.socket = self.dir / "redis.sock"
+        args += ["--unixsocket", str(self.socket), "--unixsocketperm", "700"]
         if module:
             args += ["--loadmodule", module]
         if cluster:
@@ -134,3 +138,63 @@ def has_functions(server: Server) -> bool:
         return True
     except redis.ResponseError:
         return False
+
+
+class Sentinel:
+    """A sentinel on loopback watching ``master`` as ``service`` (quorum 1),
+    answering once it knows the master's address."""
+
+    def __init__(self, binary: str, port: int, root: Path, master: Server, service: str):
+        self.port = port
+        self.dir = root / f"sentinel-{port}"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        config = self.dir / "sentinel.conf"
+        config.write_text(
+            f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
+            f"sentinel monitor {service} 127.0.0.1 {master.port} 1\n"
+        )
+        self.log = self.dir / "sentinel.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [binary, str(config), "--sentinel"], stdout=log, stderr=subprocess.STDOUT
+            )
+        self.client = redis.Redis("127.0.0.1", port)
+        self.service = service
+
+    def wait(self) -> None:
+        deadline = time.monotonic() + 15
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"sentinel on {self.port} exited:\n{self.log.read_text()}")
+            try:
+                if self.client.execute_command("SENTINEL GET-MASTER-ADDR-BY-NAME", self.service):
+                    return
+            except redis.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                log = self.log.read_text()
+                raise RuntimeError(f"sentinel on {self.port} does not answer:\n{log}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def start_sentinel(binary: str, root: Path, master: Server, service: str) -> Sentinel:
+    """A sentinel for ``master`` as ``service`` on a free port (another is tried if it was
+    taken in between, up to five times)."""
+    for attempt in range(5):
+        (port,) = free_ports(1)
+        sentinel = Sentinel(binary, port, root, master, service)
+        try:
+            sentinel.wait()
+            return sentinel
+        except RuntimeError:
+            sentinel.stop()
+            log = sentinel.log.read_text(errors="replace")
+            if attempt == 4 or "Address already in use" not in log:
+                raise
+    raise AssertionError("unreachable")

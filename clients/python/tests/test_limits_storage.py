@@ -81,3 +81,49 @@ def test_list_keys_of_limits_moving_window_name_the_migration(key: str) -> None:
     assert MovingWindowRateLimiter(theirs).hit(item, key)
     with pytest.raises(WrongTypeError, match="Migrating"):
         MovingWindowRateLimiter(ours).hit(item, key)
+
+
+def _other_transports() -> dict[str, str]:
+    """The module's server by its unix socket, and through a sentinel."""
+    sentinel = f"127.0.0.1:{os.environ['CELL_SENTINEL_PORT']}/cell"
+    return {
+        "rediscell+unix": f"rediscell+unix://{os.environ['CELL_MODULE_SOCKET']}",
+        "rediscell+sentinel": f"rediscell+sentinel://{sentinel}",
+    }
+
+
+@pytest.mark.parametrize("scheme", ["rediscell+unix", "rediscell+sentinel"])
+def test_unix_and_sentinel_storages_decide_on_the_module(
+    scheme: str, module_client: redis.Redis, key: str
+) -> None:
+    storage = storage_from_string(_other_transports()[scheme])
+    assert type(storage).__module__ == "redis_cell.limits" and storage.check()
+    item = RateLimitItemPerMinute(2)
+    moving, fixed = MovingWindowRateLimiter(storage), FixedWindowRateLimiter(storage)
+    assert [moving.hit(item, key) for _ in range(3)] == [True, True, False]
+    assert [fixed.hit(item, key + "f") for _ in range(3)] == [True, True, False]
+    # The state is the module's, on the server the other clients see; the
+    # fixed window counts every hit, refused ones too, as limits' own does.
+    assert module_client.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
+    assert module_client.get(f"LIMITS:{item.key_for(key + 'f')}") == b"3"
+    storage.reset()
+    assert moving.hit(item, key)
+
+
+@pytest.mark.parametrize("scheme", ["rediscell+unix", "rediscell+sentinel"])
+@pytest.mark.parametrize("implementation", ["redispy", "coredis"])
+async def test_async_unix_and_sentinel_storages_decide_on_the_module(
+    scheme: str, implementation: str, module_client: redis.Redis, key: str
+) -> None:
+    from limits.aio.strategies import FixedWindowRateLimiter as AsyncFixed
+    from limits.aio.strategies import MovingWindowRateLimiter as AsyncMoving
+
+    uri = "async+" + _other_transports()[scheme]
+    storage = storage_from_string(uri, implementation=implementation)
+    assert type(storage).__module__ == "redis_cell.limits" and await storage.check()
+    item = RateLimitItemPerMinute(2)
+    moving, fixed = AsyncMoving(storage), AsyncFixed(storage)
+    assert [await moving.hit(item, key) for _ in range(3)] == [True, True, False]
+    assert [await fixed.hit(item, key + "f") for _ in range(3)] == [True, True, False]
+    assert module_client.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
+    assert module_client.get(f"LIMITS:{item.key_for(key + 'f')}") == b"3"
