@@ -13,7 +13,8 @@ on its own ports):
 - our own tests, on every server;
 - limits' suites for ``rediscell://`` beside limits' own ``redis://``, on the
   server with the module, on every server (asyncio tests through coredis,
-  limits' default), and the asyncio ones again through redis-py on a subset;
+  limits' default), and the asyncio ones again through redis-py and through
+  valkey-py on a subset;
 - limits' suites for ``rediscell+cluster://``, for the twin, and for
   ``rediscell+unix://`` and ``rediscell+sentinel://`` (limits' unix-socket
   and sentinel cases) on a subset;
@@ -297,6 +298,13 @@ def main() -> int:
                     {"mode": "module", "port": second.port, "theirs": True},
                     ASYNC_FILES,
                     "redispy",
+                )
+            if name == "valkey-8.1":
+                limits_job(
+                    "module-valkeypy",
+                    {"mode": "module", "port": second.port, "theirs": True},
+                    ASYNC_FILES,
+                    "valkey",
                 )
             if name in ("redis-7.0", "valkey-8.1"):
                 limits_job("cluster", {"mode": "cluster", "ports": ports}, LIMITS_FILES, "redispy")

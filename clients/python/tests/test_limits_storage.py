@@ -111,7 +111,7 @@ def test_unix_and_sentinel_storages_decide_on_the_module(
 
 
 @pytest.mark.parametrize("scheme", ["rediscell+unix", "rediscell+sentinel"])
-@pytest.mark.parametrize("implementation", ["redispy", "coredis"])
+@pytest.mark.parametrize("implementation", ["redispy", "coredis", "valkey"])
 async def test_async_unix_and_sentinel_storages_decide_on_the_module(
     scheme: str, implementation: str, module_client: redis.Redis, key: str
 ) -> None:
@@ -127,3 +127,9 @@ async def test_async_unix_and_sentinel_storages_decide_on_the_module(
     assert [await fixed.hit(item, key + "f") for _ in range(3)] == [True, True, False]
     assert module_client.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
     assert module_client.get(f"LIMITS:{item.key_for(key + 'f')}") == b"3"
+    # The storage's own client, closed as an application closes it at exit.
+    connection = storage.bridge.get_connection()
+    if hasattr(connection, "aclose"):
+        await connection.aclose()
+    else:
+        connection.connection_pool.disconnect()
