@@ -38,7 +38,15 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servers import Sentinel, Server, form_cluster, has_functions, start, start_sentinel
+from servers import (
+    Sentinel,
+    Server,
+    form_cluster,
+    has_functions,
+    start,
+    start_sentinel,
+    start_tls,
+)
 
 # limits' tests that fail for limits' own Redis storage on this two-core
 # machine under load (their windows are a few hundred ms wide, or the test
@@ -227,6 +235,7 @@ def main() -> int:
     flask_dir = next(suites.glob("flask_limiter-*"))
 
     started: list[Server | Sentinel] = []
+    tls_servers: list[str] = []
     jobs: list[Job] = []
     own: list[Job] = []
     try:
@@ -251,6 +260,7 @@ def main() -> int:
                 twin_engine = "eval"
             sentinel = start_sentinel(binary, root, with_module, "cell")
             started.append(sentinel)
+            tls = start_tls(binary, root, module)
             ports = [s.port for s in cluster]
             own_env = {
                 "CELL_SERVER": name,
@@ -262,6 +272,12 @@ def main() -> int:
                 "CELL_MODULE_SOCKET": str(with_module.socket),
                 "CELL_REPO": str(repo),
             }
+            if tls:
+                started.append(tls)
+                tls_servers.append(name)
+                own_env["CELL_TLS_PORT"] = str(tls.tls_port)
+                own_env["CELL_TLS_PLAIN_PORT"] = str(tls.port)
+                own_env["CELL_TLS_CA"] = str(tls.tls_cert)
             own.append(
                 Job(f"own-{name}", ["-q", "tests"], repo / "clients/python", own_env, retry=False)
             )
@@ -361,7 +377,12 @@ def main() -> int:
     theirs = sum(len(j.theirs_only) for j in done)
     if theirs:
         print(f"limits' own redis:// storage: {theirs} failed here with and without the module")
+    # rediscells:// needs a server built with TLS; Debian's has it.
+    print(f"tls (rediscells://) tested on: {' '.join(tls_servers) or 'no server'}")
     print(f"python: {passed} passed, {failed} failed")
+    if not tls_servers:
+        print("no server of the matrix has TLS: rediscells:// was not tested")
+        return 1
     return 1 if bad else 0
 
 

@@ -1,7 +1,7 @@
 """Servers the harness starts on loopback ports: one with the module, one
-without it (for the twin), three masters of a cluster with the module, and
-a sentinel watching the first. A server that does not answer fails the run
-with its log."""
+without it (for the twin), three masters of a cluster with the module,
+sentinels, and a server with the module on TLS where the binary has TLS. A
+server that does not answer fails the run with its log."""
 
 from __future__ import annotations
 
@@ -17,8 +17,19 @@ import redis
 
 
 class Server:
-    def __init__(self, binary: str, port: int, root: Path, module: str | None, cluster: bool):
+    def __init__(
+        self,
+        binary: str,
+        port: int,
+        root: Path,
+        module: str | None,
+        cluster: bool,
+        extra: list[str] | None = None,
+    ):
         self.port = port
+        # Set by start_tls: the TLS port and the certificate that signs it.
+        self.tls_port: int | None = None
+        self.tls_cert: Path | None = None
         self.dir = root / str(port)
         shutil.rmtree(self.dir, ignore_errors=True)
         self.dir.mkdir(parents=True)
@@ -33,6 +44,7 @@ class Server:
             args += ["--loadmodule", module]
         if cluster:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
+        args += extra or []
         self.log = self.dir / "server.log"
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -195,6 +207,49 @@ def start_sentinel(binary: str, root: Path, master: Server, service: str) -> Sen
         except RuntimeError:
             sentinel.stop()
             log = sentinel.log.read_text(errors="replace")
+            if attempt == 4 or "Address already in use" not in log:
+                raise
+    raise AssertionError("unreachable")
+
+
+def tls_files(root: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, made once by
+    openssl under ``root``."""
+    folder = root / "tls"
+    cert, key = folder / "server.crt", folder / "server.key"
+    if not cert.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+             "-keyout", str(key), "-out", str(cert)],
+            check=True, capture_output=True,
+        )  # fmt: skip
+    return cert, key
+
+
+def start_tls(binary: str, root: Path, module: str) -> Server | None:
+    """A server with the module that also answers TLS (on ``tls_port``,
+    certificate ``tls_cert``); ``None`` if the binary was built without TLS."""
+    cert, key = tls_files(root)
+    for attempt in range(5):
+        port, tls_port = free_ports(2)
+        tls = [
+            "--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+            "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
+        ]  # fmt: skip
+        server = Server(binary, port, root, module, cluster=False, extra=tls)
+        try:
+            server.wait()
+            server.tls_port, server.tls_cert = tls_port, cert
+            return server
+        except RuntimeError:
+            server.stop()
+            log = server.log.read_text(errors="replace")
+            if "Failed finding TLS support" in log or (
+                "FATAL CONFIG FILE ERROR" in log and "tls-port" in log
+            ):
+                return None
             if attempt == 4 or "Address already in use" not in log:
                 raise
     raise AssertionError("unreachable")

@@ -133,3 +133,46 @@ async def test_async_unix_and_sentinel_storages_decide_on_the_module(
         await connection.aclose()
     else:
         connection.connection_pool.disconnect()
+
+
+# Where the server was built with TLS (the harness says which, and fails the
+# run if none was): rediscells:// end to end, the certificate verified.
+if os.environ.get("CELL_TLS_PORT"):
+
+    def _tls_uri(scheme: str) -> str:
+        port, ca = os.environ["CELL_TLS_PORT"], os.environ["CELL_TLS_CA"]
+        return f"{scheme}://127.0.0.1:{port}/?ssl_cert_reqs=required&ssl_ca_certs={ca}"
+
+    def _plain() -> redis.Redis:
+        return redis.Redis("127.0.0.1", int(os.environ["CELL_TLS_PLAIN_PORT"]))
+
+    def test_tls_storage_decides_on_the_module(key: str) -> None:
+        storage = storage_from_string(_tls_uri("rediscells"))
+        assert isinstance(storage, cell_limits.CellStorage) and storage.check()
+        item = RateLimitItemPerMinute(2)
+        moving, fixed = MovingWindowRateLimiter(storage), FixedWindowRateLimiter(storage)
+        assert [moving.hit(item, key) for _ in range(3)] == [True, True, False]
+        assert [fixed.hit(item, key + "f") for _ in range(3)] == [True, True, False]
+        plain = _plain()
+        assert plain.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
+        assert plain.get(f"LIMITS:{item.key_for(key + 'f')}") == b"3"
+        plain.close()
+
+    @pytest.mark.parametrize("implementation", ["redispy", "coredis", "valkey"])
+    async def test_async_tls_storage_decides_on_the_module(implementation: str, key: str) -> None:
+        from limits.aio.strategies import MovingWindowRateLimiter as AsyncMoving
+
+        uri = _tls_uri("async+rediscells")
+        storage = storage_from_string(uri, implementation=implementation)
+        assert isinstance(storage, cell_limits.AsyncCellStorage) and await storage.check()
+        item = RateLimitItemPerMinute(2)
+        moving = AsyncMoving(storage)
+        assert [await moving.hit(item, key) for _ in range(3)] == [True, True, False]
+        plain = _plain()
+        assert plain.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
+        plain.close()
+        connection = storage.bridge.get_connection()
+        if hasattr(connection, "aclose"):
+            await connection.aclose()
+        else:
+            connection.connection_pool.disconnect()
