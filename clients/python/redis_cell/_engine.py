@@ -35,6 +35,32 @@ def library_source(name: str = "redis_cell.lua") -> str:
     return resources.files("redis_cell").joinpath("lua", name).read_text(encoding="utf-8")
 
 
+def response_errors(client: object) -> tuple[type[Exception], ...]:
+    """The classes of the server's error replies for this client: redis-py's,
+    and coredis' or valkey-py's when the client is theirs."""
+    from redis.exceptions import ResponseError
+
+    module = type(client).__module__
+    if module.startswith("coredis"):
+        from coredis.exceptions import ResponseError as CoredisError
+
+        return (ResponseError, CoredisError)
+    if module.startswith("valkey"):
+        from valkey.exceptions import ResponseError as ValkeyError
+
+        return (ResponseError, ValkeyError)
+    return (ResponseError,)
+
+
+def is_cluster_client(client: object, redis_cluster: type) -> bool:
+    """A cluster client: redis-py's ``redis_cluster`` (sync or asyncio), or
+    valkey-py's ``ValkeyCluster``, which takes the same routing options."""
+    kind = type(client)
+    return isinstance(client, redis_cluster) or (
+        kind.__module__.startswith("valkey") and kind.__name__ == "ValkeyCluster"
+    )
+
+
 def engine_of(value: Engine | str | None) -> Engine | None:
     return None if value is None else Engine(value)
 

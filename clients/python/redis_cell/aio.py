@@ -1,5 +1,6 @@
 """``AsyncCell``: redis-cell's commands on redis-py's asyncio clients
-(``redis.asyncio.Redis``, ``redis.asyncio.cluster.RedisCluster``)."""
+(``redis.asyncio.Redis``, ``redis.asyncio.cluster.RedisCluster``), or
+valkey-py's or coredis' (as limits' asyncio storages give them)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.commands.core import AsyncScript
-from redis.exceptions import ResponseError
 
 from . import _commands as c
 from ._commands import Call
@@ -22,7 +22,9 @@ from ._engine import (
     command_args,
     engine_of,
     eval_args,
+    is_cluster_client,
     library_source,
+    response_errors,
     typed,
 )
 
@@ -50,11 +52,7 @@ class AsyncCell:
         self._engine = engine_of(engine)
         self._script: AsyncScript | None = None
         self._coredis = type(client).__module__.startswith("coredis")
-        self._errors: tuple[type[Exception], ...] = (ResponseError,)
-        if self._coredis:
-            from coredis.exceptions import ResponseError as CoredisResponseError
-
-            self._errors = (ResponseError, CoredisResponseError)
+        self._errors = response_errors(client)
 
     async def _send(
         self, *words: Any, key_range: tuple[int, int] | None = None, **routing: Any
@@ -74,7 +72,7 @@ class AsyncCell:
 
     @property
     def is_cluster(self) -> bool:
-        return isinstance(self.client, RedisCluster)
+        return is_cluster_client(self.client, RedisCluster)
 
     async def engine(self) -> Engine:
         if self._engine is None:

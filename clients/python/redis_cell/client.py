@@ -1,5 +1,6 @@
 """``Cell``: redis-cell's commands on redis-py's sync clients (``redis.Redis``,
-``redis.cluster.RedisCluster``)."""
+``redis.cluster.RedisCluster``), or valkey-py's (``valkey.Valkey``,
+``valkey.cluster.ValkeyCluster``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
 import redis
 from redis.cluster import RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import ResponseError
 
 from . import _commands as c
 from ._commands import Call
@@ -22,7 +22,9 @@ from ._engine import (
     command_args,
     engine_of,
     eval_args,
+    is_cluster_client,
     library_source,
+    response_errors,
     typed,
 )
 
@@ -48,6 +50,7 @@ class Cell:
         self.client = client
         self._engine = engine_of(engine)
         self._script: Script | None = None
+        self._errors = response_errors(client)
 
     def _send(self, *words: Any, **options: Any) -> Any:
         # Looked up at each call (not kept bound), so that a client patched
@@ -56,7 +59,7 @@ class Cell:
 
     @property
     def is_cluster(self) -> bool:
-        return isinstance(self.client, RedisCluster)
+        return is_cluster_client(self.client, RedisCluster)
 
     @property
     def engine(self) -> Engine:
@@ -73,7 +76,7 @@ class Cell:
         has_command = self._send("COMMAND INFO", "CL.THROTTLE", **node)
         try:
             has_library = self._send("FUNCTION LIST", "LIBRARYNAME", LIBRARY, **node)
-        except ResponseError as error:
+        except self._errors as error:
             has_library = error
         self._engine = choose(has_command, has_library)
         return self._engine
@@ -107,7 +110,7 @@ class Cell:
                 reply = call.merge(values)
             else:
                 reply = self._send(*command_args(call, engine))
-        except ResponseError as error:
+        except self._errors as error:
             converted = typed(error)
             if converted is error:
                 raise

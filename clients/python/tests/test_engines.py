@@ -127,3 +127,54 @@ async def test_cluster_async(key: str) -> None:
     lease = await cell.acquire(key, 1, 30)
     assert lease.id and await cell.release(key, lease.id)
     await client.aclose()
+
+
+def test_valkey_py_clients(key: str) -> None:
+    """valkey-py's sync and asyncio clients: detection on both servers, typed
+    decisions and typed errors carrying the server's text."""
+    import asyncio
+
+    import valkey
+    import valkey.asyncio
+
+    from redis_cell import ArgumentError, WrongTypeError
+
+    from .conftest import _env
+
+    module_port, twin_port = int(_env("CELL_MODULE_PORT")), int(_env("CELL_TWIN_PORT"))
+    sync = valkey.Valkey("127.0.0.1", module_port)
+    cell = Cell(sync)  # type: ignore[arg-type]
+    assert cell.engine is Engine.MODULE
+    assert cell.throttle(key, 0, 1, 60) == Decision(False, 1, 0, -1, 60)
+    assert cell.throttle(key, 0, 1, 60).limited
+    sync.set(key + "s", "x")
+    with pytest.raises(WrongTypeError, match=r"^WRONGTYPE"):
+        cell.sw_allow(key + "s", 1, 60)
+    with pytest.raises(ArgumentError, match=r"^ERR invalid"):
+        cell.throttle(key, -1, 1, 60)
+    sync.close()
+    twin = valkey.Valkey("127.0.0.1", twin_port)
+    if twin_engine() == "functions":
+        assert Cell(twin).engine is Engine.FUNCTIONS  # type: ignore[arg-type]
+    else:
+        with pytest.raises(EngineNotFoundError, match="load_functions"):
+            Cell(twin).throttle(key, 1, 1, 1)  # type: ignore[arg-type]
+    twin.close()
+
+    async def run() -> None:
+        client = valkey.asyncio.Valkey(host="127.0.0.1", port=module_port)
+        acell = AsyncCell(client)  # type: ignore[arg-type]
+        assert await acell.engine() is Engine.MODULE
+        assert (await acell.sw_allow(key + "a", 1, 60)).remaining == 0
+        with pytest.raises(WrongTypeError):
+            await acell.sw_allow(key + "s", 1, 60)
+        await client.aclose()
+        other = valkey.asyncio.Valkey(host="127.0.0.1", port=twin_port)
+        if twin_engine() == "functions":
+            assert await AsyncCell(other).engine() is Engine.FUNCTIONS  # type: ignore[arg-type]
+        else:
+            with pytest.raises(EngineNotFoundError):
+                await AsyncCell(other).throttle(key, 1, 1, 1)  # type: ignore[arg-type]
+        await other.aclose()
+
+    asyncio.run(run())
