@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Coroutine
-from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Union, cast
 
 import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
@@ -31,7 +31,19 @@ from ._engine import (
 P = ParamSpec("P")
 T = TypeVar("T")
 
-AsyncClient = Union["redis.asyncio.Redis", "RedisCluster"]
+if TYPE_CHECKING:
+    import coredis
+    import valkey.asyncio
+    import valkey.asyncio.cluster
+
+AsyncClient = Union[
+    "redis.asyncio.Redis",
+    "RedisCluster",
+    "valkey.asyncio.Valkey",
+    "valkey.asyncio.cluster.ValkeyCluster",
+    "coredis.Redis[Any]",
+    "coredis.RedisCluster[Any]",
+]
 
 
 def _bind(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Concatenate, ParamSpec, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Union, cast
 
 import redis
 from redis.cluster import RedisCluster
@@ -31,7 +31,11 @@ from ._engine import (
 P = ParamSpec("P")
 T = TypeVar("T")
 
-SyncClient = Union["redis.Redis", "RedisCluster"]
+if TYPE_CHECKING:
+    import valkey
+    import valkey.cluster
+
+SyncClient = Union["redis.Redis", "RedisCluster", "valkey.Valkey", "valkey.cluster.ValkeyCluster"]
 
 
 def _bind(build: Callable[P, Call[T]]) -> Callable[Concatenate[Cell, P], T]:
