@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import pytest
 import redis
@@ -92,6 +93,16 @@ def _other_transports() -> dict[str, str]:
     }
 
 
+async def _close(storage: Any) -> None:
+    """An asyncio storage's own client, closed as an application closes it
+    at exit (redis-py and valkey-py: ``aclose``; coredis: its pool)."""
+    connection = storage.bridge.get_connection()
+    if hasattr(connection, "aclose"):
+        await connection.aclose()
+    else:
+        connection.connection_pool.disconnect()
+
+
 @pytest.mark.parametrize("scheme", ["rediscell+unix", "rediscell+sentinel"])
 def test_unix_and_sentinel_storages_decide_on_the_module(
     scheme: str, module_client: redis.Redis, key: str
@@ -127,12 +138,7 @@ async def test_async_unix_and_sentinel_storages_decide_on_the_module(
     assert [await fixed.hit(item, key + "f") for _ in range(3)] == [True, True, False]
     assert module_client.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
     assert module_client.get(f"LIMITS:{item.key_for(key + 'f')}") == b"3"
-    # The storage's own client, closed as an application closes it at exit.
-    connection = storage.bridge.get_connection()
-    if hasattr(connection, "aclose"):
-        await connection.aclose()
-    else:
-        connection.connection_pool.disconnect()
+    await _close(storage)
 
 
 # Where the server was built with TLS (the harness says which, and fails the
@@ -171,8 +177,4 @@ if os.environ.get("CELL_TLS_PORT"):
         plain = _plain()
         assert plain.execute_command("TYPE", f"LIMITS:{item.key_for(key)}") == b"cell-swin"
         plain.close()
-        connection = storage.bridge.get_connection()
-        if hasattr(connection, "aclose"):
-            await connection.aclose()
-        else:
-            connection.connection_pool.disconnect()
+        await _close(storage)
