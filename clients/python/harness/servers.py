@@ -10,13 +10,54 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
 
-class Server:
+class _Process:
+    """A server process the harness started: ``wait`` until it is ready
+    (``ready``), ``stop`` it."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    log: Path
+    client: redis.Redis
+    what = "server"
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    def wait(self) -> None:
+        deadline = time.monotonic() + 15
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"{self.what} on {self.port} exited:\n{self.log.read_text()}")
+            try:
+                if self.ready():
+                    return
+            except redis.ConnectionError:
+                pass
+            if time.monotonic() > deadline:
+                log = self.log.read_text()
+                raise RuntimeError(f"{self.what} on {self.port} does not answer:\n{log}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+P = TypeVar("P", bound=_Process)
+
+
+class Server(_Process):
     def __init__(
         self,
         binary: str,
@@ -50,28 +91,8 @@ class Server:
             self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         self.client = redis.Redis("127.0.0.1", port)
 
-    def wait(self) -> None:
-        deadline = time.monotonic() + 15
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server on {self.port} exited:\n{self.log.read_text()}")
-            try:
-                self.client.ping()
-                return
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"server on {self.port} does not answer:\n{self.log.read_text()}"
-                    ) from None
-                time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+    def ready(self) -> bool:
+        return bool(self.client.ping())
 
 
 def _free(port: int) -> bool:
@@ -95,24 +116,31 @@ def free_ports(count: int, cluster: bool = False) -> list[int]:
             return ports
 
 
-def start(binary: str, count: int, root: Path, module: str | None, cluster: bool) -> list[Server]:
-    """``count`` servers on free ports, started and answering; another set of
-    ports is tried if one was taken in between (up to five times)."""
+def _start_retrying(make: Callable[[], list[P]]) -> list[P]:
+    """Processes from ``make`` (on ports it picks), started and answering;
+    made again on other ports if one was taken in between (up to five
+    times)."""
     for attempt in range(5):
-        ports = free_ports(count, cluster)
-        servers = [Server(binary, p, root, module, cluster) for p in ports]
+        started = make()
         try:
-            for s in servers:
-                s.wait()
-            return servers
+            for p in started:
+                p.wait()
+            return started
         except RuntimeError:
-            for s in servers:
-                s.stop()
+            for p in started:
+                p.stop()
             if attempt == 4 or not any(
-                "Address already in use" in s.log.read_text(errors="replace") for s in servers
+                "Address already in use" in p.log.read_text(errors="replace") for p in started
             ):
                 raise
     raise AssertionError("unreachable")
+
+
+def start(binary: str, count: int, root: Path, module: str | None, cluster: bool) -> list[Server]:
+    """``count`` servers on free ports, started and answering."""
+    return _start_retrying(
+        lambda: [Server(binary, p, root, module, cluster) for p in free_ports(count, cluster)]
+    )
 
 
 def form_cluster(nodes: list[Server]) -> None:
@@ -152,9 +180,11 @@ def has_functions(server: Server) -> bool:
         return False
 
 
-class Sentinel:
+class Sentinel(_Process):
     """A sentinel on loopback watching ``master`` as ``service`` (quorum 1),
-    answering once it knows the master's address."""
+    ready once it knows the master's address."""
+
+    what = "sentinel"
 
     def __init__(self, binary: str, port: int, root: Path, master: Server, service: str):
         self.port = port
@@ -174,42 +204,13 @@ class Sentinel:
         self.client = redis.Redis("127.0.0.1", port)
         self.service = service
 
-    def wait(self) -> None:
-        deadline = time.monotonic() + 15
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"sentinel on {self.port} exited:\n{self.log.read_text()}")
-            try:
-                if self.client.execute_command("SENTINEL GET-MASTER-ADDR-BY-NAME", self.service):
-                    return
-            except redis.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                log = self.log.read_text()
-                raise RuntimeError(f"sentinel on {self.port} does not answer:\n{log}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(5)
+    def ready(self) -> bool:
+        return bool(self.client.execute_command("SENTINEL GET-MASTER-ADDR-BY-NAME", self.service))
 
 
 def start_sentinel(binary: str, root: Path, master: Server, service: str) -> Sentinel:
-    """A sentinel for ``master`` as ``service`` on a free port (another is tried if it was
-    taken in between, up to five times)."""
-    for attempt in range(5):
-        (port,) = free_ports(1)
-        sentinel = Sentinel(binary, port, root, master, service)
-        try:
-            sentinel.wait()
-            return sentinel
-        except RuntimeError:
-            sentinel.stop()
-            log = sentinel.log.read_text(errors="replace")
-            if attempt == 4 or "Address already in use" not in log:
-                raise
-    raise AssertionError("unreachable")
+    """A sentinel for ``master`` as ``service`` on a free port."""
+    return _start_retrying(lambda: [Sentinel(binary, free_ports(1)[0], root, master, service)])[0]
 
 
 def tls_files(root: Path) -> tuple[Path, Path]:
@@ -232,24 +233,24 @@ def start_tls(binary: str, root: Path, module: str) -> Server | None:
     """A server with the module that also answers TLS (on ``tls_port``,
     certificate ``tls_cert``); ``None`` if the binary was built without TLS."""
     cert, key = tls_files(root)
-    for attempt in range(5):
+
+    def make() -> list[Server]:
         port, tls_port = free_ports(2)
         tls = [
             "--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
             "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
         ]  # fmt: skip
         server = Server(binary, port, root, module, cluster=False, extra=tls)
-        try:
-            server.wait()
-            server.tls_port, server.tls_cert = tls_port, cert
-            return server
-        except RuntimeError:
-            server.stop()
-            log = server.log.read_text(errors="replace")
-            if "Failed finding TLS support" in log or (
-                "FATAL CONFIG FILE ERROR" in log and "tls-port" in log
-            ):
-                return None
-            if attempt == 4 or "Address already in use" not in log:
-                raise
-    raise AssertionError("unreachable")
+        server.tls_port, server.tls_cert = tls_port, cert
+        return [server]
+
+    try:
+        return _start_retrying(make)[0]
+    except RuntimeError as error:
+        # The error carries the server's log.
+        text = str(error)
+        if "Failed finding TLS support" in text or (
+            "FATAL CONFIG FILE ERROR" in text and "tls-port" in text
+        ):
+            return None
+        raise
