@@ -127,8 +127,8 @@ async function spawnServer({ module, cluster, bin, port }) {
     await new Promise((r) => setTimeout(r, 50));
   }
   // Another process's server may answer on a port ours could not bind.
-  const info = await raw(port, "INFO", "server");
-  if (exited || !info.includes(`process_id:${child.pid}\r\n`)) {
+  const identity = await raw(port, "INFO", "server");
+  if (exited || !identity.includes(`process_id:${child.pid}\r\n`)) {
     stop();
     return { port, log: `${log}\nport ${port} already in use by another server` };
   }

@@ -328,8 +328,11 @@ def main() -> int:
                 # limits' unix-socket and sentinel storages, ours in their place.
                 watcher = start_sentinel(binary, root, fourth, "mymaster")
                 started.append(watcher)
-                transports = {"mode": "transports", "socket": str(fourth.socket)}
-                transports["sentinel"] = watcher.port
+                transports = {
+                    "mode": "transports",
+                    "socket": str(fourth.socket),
+                    "sentinel": watcher.port,
+                }
                 limits_job("transports", transports, LIMITS_FILES, "coredis")
             if name in ("redis-8.2", "valkey-9.1", "redis-6.2"):
                 twin = {"mode": "twin", "port": without.port}

@@ -111,8 +111,8 @@ impl Redis {
         // A port found free may be taken before the server binds it (by
         // another test's connection): try another.
         let mut last = String::new();
+        let cluster = extra.iter().any(|a| a == "--cluster-enabled");
         for _ in 0..3 {
-            let cluster = extra.iter().any(|a| a == "--cluster-enabled");
             let port = if cluster {
                 free_cluster_port()
             } else {
