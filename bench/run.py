@@ -313,12 +313,6 @@ def alternate(server, commands: dict, pairs: list, args, flush=True) -> list:
     return out
 
 
-def twin_pairs(server, commands: dict, args):
-    """Each twin function against the simple script of its limiter, in
-    alternation (see `alternate`)."""
-    return alternate(server, commands, TWIN_PAIRS, args)
-
-
 def only_pairs(args, pairs=TWIN_PAIRS, flush=True):
     """--only-pairs, --floor-pairs: a table of alternating runs alone."""
     server = Server(MODULE, FLOOR)
@@ -423,7 +417,7 @@ def throughput(args):
         med = lambda xs: statistics.median(xs) if xs else None
         rows = [(n, med(ops[n]), med(to_incr[n]), med(to_floor[n]), worst[n]) for n in names]
         commands = {w[0]: w[2] for w in loads}
-        pairs = twin_pairs(server, commands, args)
+        pairs = alternate(server, commands, TWIN_PAIRS, args)
         floors = alternate(server, commands, FLOOR_PAIRS, args, flush=False)
         return rows, pairs, floors
     finally:
