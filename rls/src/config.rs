@@ -145,6 +145,84 @@ impl RateLimit {
     pub fn is_extended(&self) -> bool {
         self.algorithm != Algorithm::FixedWindow || self.unit_multiplier != 1
     }
+
+    /// GCRA's `max_burst` (the bucket holds `max_burst + 1`): the
+    /// configured `burst`, else `requests_per_unit - 1`.
+    pub fn max_burst(&self) -> u64 {
+        if self.burst > 0 {
+            u64::from(self.burst)
+        } else {
+            u64::from(self.requests_per_unit.saturating_sub(1))
+        }
+    }
+
+    /// The most hits one request can take on an empty limiter: the limit,
+    /// or for GCRA the bucket (`max_burst + 1`). A request of more can
+    /// never be allowed.
+    pub fn capacity(&self) -> u64 {
+        match self.algorithm {
+            Algorithm::Gcra => self.max_burst() + 1,
+            _ => u64::from(self.requests_per_unit),
+        }
+    }
+}
+
+/// 2100-01-01T00:00:00Z, in seconds since the epoch.
+pub const HORIZON_SECS: u64 = 4_102_444_800;
+
+/// The longest span a rule's state may cover, in nanoseconds: the module
+/// computes in 64-bit nanoseconds since the epoch (they end in 2262) and
+/// refuses a call whose window, or whose GCRA bucket's time to empty,
+/// would end past them. A rule within this span works for every call
+/// until [`HORIZON_SECS`].
+pub const MAX_SPAN_NANOS: u64 = i64::MAX as u64 - HORIZON_SECS * 1_000_000_000;
+
+/// The longest window in whole seconds (5,120,927,236 s, about 162 years).
+pub const MAX_WINDOW_SECS: u64 = MAX_SPAN_NANOS / 1_000_000_000;
+
+/// GCRA's emission interval as the module computes it for `period_ns`
+/// and `count`: the quotient in double precision, truncated (0 when the
+/// rate is above one request per nanosecond, which the module refuses).
+pub fn gcra_emission_nanos(period_ns: u64, count: u64) -> u64 {
+    if count == 0 {
+        return 0;
+    }
+    (period_ns as f64 / count as f64) as u64
+}
+
+/// The module's bounds for one rule (every algorithm): its window, and for
+/// GCRA its rate and its bucket; `None` when the module takes it.
+fn out_of_range(
+    algorithm: Algorithm,
+    unit: Unit,
+    unit_multiplier: u32,
+    requests_per_unit: u32,
+    max_burst: u64,
+) -> Option<String> {
+    let window = unit.seconds() * u64::from(unit_multiplier);
+    if window > MAX_WINDOW_SECS {
+        return Some(format!(
+            "unit_multiplier {unit_multiplier} is out of range for unit {}: a window is at most {MAX_WINDOW_SECS} seconds",
+            unit.name()
+        ));
+    }
+    if algorithm != Algorithm::Gcra {
+        return None;
+    }
+    let period = window * 1_000_000_000;
+    let emission = gcra_emission_nanos(period, u64::from(requests_per_unit));
+    if emission == 0 {
+        return Some(format!(
+            "algorithm gcra with requests_per_unit {requests_per_unit} is out of range for a window of {window} seconds: at most {period} (one request per nanosecond)"
+        ));
+    }
+    let most = MAX_SPAN_NANOS / emission - 1;
+    if max_burst > most {
+        return Some(format!(
+            "burst {max_burst} is out of range for requests_per_unit {requests_per_unit} per {window} seconds: the bucket must empty within {MAX_WINDOW_SECS} seconds, so burst is at most {most}"
+        ));
+    }
+    None
 }
 
 /// A configuration error: `<file name>: <text>`, as the reference words it.
@@ -514,7 +592,7 @@ fn load_rate_limit(
             "algorithm gcra needs requests_per_unit of 1 or more",
         ));
     }
-    Ok(RateLimit {
+    let limit = RateLimit {
         full_key: full_key.to_string(),
         requests_per_unit,
         unit: if unlimited { None } else { unit },
@@ -529,7 +607,19 @@ fn load_rate_limit(
         detailed_metric,
         share_threshold_pattern: None,
         is_override: false,
-    })
+    };
+    if let (false, Some(unit)) = (unlimited, unit) {
+        if let Some(text) = out_of_range(
+            algorithm,
+            unit,
+            unit_multiplier,
+            requests_per_unit,
+            limit.max_burst(),
+        ) {
+            return Err(err(file, text));
+        }
+    }
+    Ok(limit)
 }
 
 /// Whether `value` matches a pattern split on `*` (each `*` matches any

@@ -235,3 +235,119 @@ fn extensions() {
         "config.test: unit_multiplier must be 1 or greater"
     );
 }
+
+fn rule(algorithm: &str, unit: Unit, mult: u64, rpu: u64, burst: Option<u64>) -> String {
+    let burst = burst.map(|b| format!(", burst: {b}")).unwrap_or_default();
+    format!(
+        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {{unit: {}, unit_multiplier: {mult}, requests_per_unit: {rpu}, algorithm: {algorithm}{burst}}}\n",
+        unit.name().to_lowercase()
+    )
+}
+
+const UNITS: [Unit; 7] = [
+    Unit::Second,
+    Unit::Minute,
+    Unit::Hour,
+    Unit::Day,
+    Unit::Week,
+    Unit::Month,
+    Unit::Year,
+];
+
+#[test]
+fn the_module_bounds_every_window() {
+    assert_eq!(MAX_WINDOW_SECS, 5_120_927_236);
+    for algorithm in ["fixed_window", "sliding_window", "gcra"] {
+        for unit in UNITS {
+            let most = (MAX_WINDOW_SECS / unit.seconds()).min(u64::from(u32::MAX));
+            let ok = load(&rule(algorithm, unit, most, 1, None));
+            assert!(ok.is_ok(), "{algorithm} {unit:?} x{most}: {ok:?}");
+            if most < u64::from(u32::MAX) {
+                assert_eq!(
+                    error_of(&rule(algorithm, unit, most + 1, 1, None)),
+                    format!(
+                        "config.test: unit_multiplier {} is out of range for unit {}: a window is at most 5120927236 seconds",
+                        most + 1,
+                        unit.name()
+                    ),
+                    "{algorithm} {unit:?}"
+                );
+            }
+        }
+    }
+    // The rule: a window of 4294967295 minutes.
+    assert!(
+        error_of(&rule("fixed_window", Unit::Minute, 4_294_967_295, 5, None))
+            .contains("unit_multiplier 4294967295 is out of range for unit MINUTE")
+    );
+    // A second is the one unit every multiplier fits.
+    assert!(load(&rule(
+        "sliding_window",
+        Unit::Second,
+        4_294_967_295,
+        5,
+        None
+    ))
+    .is_ok());
+}
+
+#[test]
+fn the_module_bounds_gcra_rates_and_buckets() {
+    // At most one request per nanosecond: only windows under 2^32 ns bind.
+    for mult in 1..=4u64 {
+        let period = mult * 1_000_000_000;
+        assert!(load(&rule("gcra", Unit::Second, mult, period, None)).is_ok());
+        assert_eq!(
+            error_of(&rule("gcra", Unit::Second, mult, period + 1, None)),
+            format!(
+                "config.test: algorithm gcra with requests_per_unit {} is out of range for a window of {mult} seconds: at most {period} (one request per nanosecond)",
+                period + 1
+            )
+        );
+    }
+    assert!(load(&rule("gcra", Unit::Second, 5, u64::from(u32::MAX), None)).is_ok());
+    assert!(load(&rule("gcra", Unit::Minute, 1, u64::from(u32::MAX), None)).is_ok());
+    // The rule.
+    assert!(
+        error_of(&rule("gcra", Unit::Second, 1, 4_294_967_295, None))
+            .contains("requests_per_unit 4294967295 is out of range")
+    );
+    // The bucket empties within the span: burst at most span / T - 1.
+    for unit in UNITS {
+        for (mult, rpu) in [(1u64, 1u64), (1, 7), (3, 1000), (1, 4_294_967_295)] {
+            let period = unit.seconds() * mult * 1_000_000_000;
+            let t = gcra_emission_nanos(period, rpu);
+            if t == 0 {
+                continue;
+            }
+            let most = MAX_SPAN_NANOS / t - 1;
+            if most > u64::from(u32::MAX) {
+                assert!(load(&rule("gcra", unit, mult, rpu, Some(u64::from(u32::MAX)))).is_ok());
+                continue;
+            }
+            assert!(
+                load(&rule("gcra", unit, mult, rpu, Some(most))).is_ok(),
+                "{unit:?} x{mult} rpu {rpu} burst {most}"
+            );
+            assert_eq!(
+                error_of(&rule("gcra", unit, mult, rpu, Some(most + 1))),
+                format!(
+                    "config.test: burst {} is out of range for requests_per_unit {rpu} per {} seconds: the bucket must empty within 5120927236 seconds, so burst is at most {most}",
+                    most + 1,
+                    unit.seconds() * mult
+                )
+            );
+        }
+    }
+    // The default burst (requests_per_unit - 1) always fits its window.
+    for unit in UNITS {
+        let most = (MAX_WINDOW_SECS / unit.seconds()).min(u64::from(u32::MAX));
+        assert!(load(&rule("gcra", unit, most, 1, None)).is_ok());
+        assert!(load(&rule("gcra", unit, most, 4_294_967_295, None)).is_ok());
+    }
+}
+
+#[test]
+fn unlimited_rules_have_no_window_to_bound() {
+    assert!(load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit_multiplier: 4294967295}\n").is_ok());
+}
