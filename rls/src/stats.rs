@@ -1,8 +1,17 @@
 //! Stats with the reference's statsd names, exported to Prometheus with the
 //! names and labels of its `default_mapper.yaml`, or flushed to statsd.
+//!
+//! Every counter is an atomic that saturates at 2^64-1. A request only
+//! takes a read lock to find its counters (a write lock the first time a key
+//! is seen); a scrape or a flush copies the values under a read lock and
+//! formats them after releasing it, so it never holds up a request. The
+//! number of keys is bounded: past `max_keys` limit keys, a new key's hits
+//! count in its domain's `_overflow` key, and every unknown domain counts in
+//! one `domain_not_found` series.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use crate::decide::StatDelta;
 
@@ -12,43 +21,131 @@ const BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
-#[derive(Default)]
-struct Inner {
-    counters: BTreeMap<String, u64>,
-    /// Per limit key, the five counters of `LIMIT_STATS` (kept apart so a
-    /// request allocates no names).
-    limits: std::collections::HashMap<String, [u64; 5]>,
-    flushed: BTreeMap<String, u64>,
-    /// statsd timer name -> (bucket counts, sum in seconds, count)
-    timers: BTreeMap<String, (Vec<u64>, f64, u64)>,
-    pending_timings: Vec<(String, f64)>,
+/// The default of `STATS_MAX_KEYS`.
+pub const DEFAULT_MAX_KEYS: usize = 10_000;
+
+/// The key that counts the hits of limit keys beyond the cap, per domain.
+pub const OVERFLOW_KEY: &str = "_overflow";
+
+/// The one series of every domain no configuration names.
+pub const DOMAIN_NOT_FOUND: &str = "ratelimit.service.rate_limit.domain_not_found";
+
+/// Where named counters beyond the cap go.
+pub const COUNTER_OVERFLOW: &str = "ratelimit.service.stats_overflow";
+
+/// Timings kept between two statsd flushes, at most: beyond it a flush
+/// reports the first ones and the rest are dropped.
+const MAX_PENDING_TIMINGS: usize = 100_000;
+
+type Counter = Arc<AtomicU64>;
+type LimitCounters = Arc<[AtomicU64; 5]>;
+
+struct Timer {
+    buckets: Vec<u64>,
+    sum: f64,
+    count: u64,
 }
 
 #[derive(Default)]
+struct Limits {
+    map: HashMap<String, LimitCounters>,
+    /// Keys with their own counters (not overflow keys).
+    own: usize,
+}
+
 pub struct Stats {
-    inner: Mutex<Inner>,
+    counters: RwLock<HashMap<String, Counter>>,
+    /// Per limit key, the five counters of `LIMIT_STATS` (kept apart so a
+    /// request allocates no names).
+    limits: RwLock<Limits>,
+    /// What the last statsd flush reported; only the flush touches it.
+    flushed: Mutex<HashMap<String, u64>>,
+    /// statsd timer name -> histogram (a handful of names).
+    timers: Mutex<BTreeMap<String, Timer>>,
+    pending_timings: Mutex<Vec<(String, f64)>>,
+    max_keys: usize,
     /// Whether timings are kept for a statsd flush (they are not otherwise,
     /// or they would pile up).
-    pub statsd: std::sync::atomic::AtomicBool,
+    pub statsd: AtomicBool,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new(DEFAULT_MAX_KEYS)
+    }
 }
 
 pub const RL: &str = "ratelimit.service.rate_limit.";
 
+fn saturating_add(c: &AtomicU64, n: u64) {
+    if n == 0 {
+        return;
+    }
+    let _ = c.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+        Some(v.saturating_add(n))
+    });
+}
+
+fn read<T>(l: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(l: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+fn lock<T>(l: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    l.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Stats {
+    /// Stats that keep their own series for at most `max_keys` limit keys
+    /// (and as many named counters).
+    pub fn new(max_keys: usize) -> Stats {
+        Stats {
+            counters: RwLock::default(),
+            limits: RwLock::default(),
+            flushed: Mutex::default(),
+            timers: Mutex::default(),
+            pending_timings: Mutex::default(),
+            max_keys: max_keys.max(1),
+            statsd: AtomicBool::new(false),
+        }
+    }
+
     pub fn add(&self, name: &str, n: u64) {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        *g.counters.entry(name.to_string()).or_default() += n;
+        // A client names any domain it likes: one series for all of them.
+        let name = if name.starts_with(RL) && name.ends_with(".domain_not_found") {
+            DOMAIN_NOT_FOUND
+        } else {
+            name
+        };
+        if let Some(c) = read(&self.counters).get(name) {
+            return saturating_add(c, n);
+        }
+        let mut g = write(&self.counters);
+        let name = if g.len() >= self.max_keys && !g.contains_key(name) {
+            COUNTER_OVERFLOW
+        } else {
+            name
+        };
+        let c = g.entry(name.to_string()).or_default();
+        saturating_add(c, n);
     }
 
     pub fn get(&self, name: &str) -> u64 {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        Self::all_counters(&g).get(name).copied().unwrap_or(0)
+        self.snapshot().get(name).copied().unwrap_or(0)
+    }
+
+    /// The number of limit keys with their own counters (overflow keys
+    /// included).
+    pub fn limit_keys(&self) -> usize {
+        read(&self.limits).map.len()
     }
 
     /// Adds one limit's deltas (every counter exists once the limit is hit,
     /// as the reference creates them together).
     pub fn add_limit(&self, key: &str, d: &StatDelta) {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let add = [
             d.near_limit,
             d.over_limit,
@@ -56,58 +153,96 @@ impl Stats {
             d.within_limit,
             d.shadow_mode,
         ];
-        match g.limits.get_mut(key) {
-            Some(c) => {
-                for (c, a) in c.iter_mut().zip(add) {
-                    *c += a;
-                }
+        let apply = |c: &LimitCounters| {
+            for (c, a) in c.iter().zip(add) {
+                saturating_add(c, a);
             }
-            None => {
-                g.limits.insert(key.to_string(), add);
-            }
+        };
+        if let Some(c) = read(&self.limits).map.get(key) {
+            return apply(c);
         }
+        let mut g = write(&self.limits);
+        if let Some(c) = g.map.get(key) {
+            return apply(c);
+        }
+        let key = if g.own < self.max_keys {
+            g.own += 1;
+            key.to_string()
+        } else {
+            let domain = key.split_once('.').map(|(d, _)| d).unwrap_or(key);
+            format!("{domain}.{OVERFLOW_KEY}")
+        };
+        apply(g.map.entry(key).or_default());
     }
 
-    /// Every counter with its statsd name.
-    fn all_counters(g: &Inner) -> BTreeMap<String, u64> {
-        let mut all = g.counters.clone();
-        for (key, c) in &g.limits {
+    /// Every counter with its statsd name, copied under read locks only.
+    fn snapshot(&self) -> BTreeMap<String, u64> {
+        let counters: Vec<(String, u64)> = read(&self.counters)
+            .iter()
+            .map(|(k, v)| (k.clone(), v.load(Ordering::Relaxed)))
+            .collect();
+        let limits: Vec<(String, [u64; 5])> = read(&self.limits)
+            .map
+            .iter()
+            .map(|(k, c)| {
+                (
+                    k.clone(),
+                    std::array::from_fn(|i| c[i].load(Ordering::Relaxed)),
+                )
+            })
+            .collect();
+        let mut all: BTreeMap<String, u64> = counters.into_iter().collect();
+        for (key, c) in limits {
             for (stat, v) in LIMIT_STATS.iter().zip(c) {
-                all.insert(format!("{RL}{key}.{stat}"), *v);
+                all.insert(format!("{RL}{key}.{stat}"), v);
             }
         }
         all
     }
 
     pub fn time(&self, name: &str, secs: f64) {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let t = g
-            .timers
-            .entry(name.to_string())
-            .or_insert_with(|| (vec![0; BUCKETS.len()], 0.0, 0));
-        for (i, b) in BUCKETS.iter().enumerate() {
-            if secs <= *b {
-                t.0[i] += 1;
+        {
+            let mut g = lock(&self.timers);
+            if !g.contains_key(name) && g.len() >= self.max_keys {
+                return;
             }
+            let t = g.entry(name.to_string()).or_insert_with(|| Timer {
+                buckets: vec![0; BUCKETS.len()],
+                sum: 0.0,
+                count: 0,
+            });
+            for (i, b) in BUCKETS.iter().enumerate() {
+                if secs <= *b {
+                    t.buckets[i] = t.buckets[i].saturating_add(1);
+                }
+            }
+            t.sum += secs;
+            t.count = t.count.saturating_add(1);
         }
-        t.1 += secs;
-        t.2 += 1;
-        if self.statsd.load(std::sync::atomic::Ordering::Relaxed) {
-            g.pending_timings.push((name.to_string(), secs));
+        if self.statsd.load(Ordering::Relaxed) {
+            let mut p = lock(&self.pending_timings);
+            if p.len() < MAX_PENDING_TIMINGS {
+                p.push((name.to_string(), secs));
+            }
         }
     }
 
     /// The statsd lines since the last flush: counter deltas and timings.
     pub fn statsd_lines(&self) -> Vec<String> {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let all = self.snapshot();
+        let timings = std::mem::take(&mut *lock(&self.pending_timings));
+        let mut flushed = lock(&self.flushed);
         let mut lines = Vec::new();
-        for (k, v) in Self::all_counters(&g) {
-            let last = g.flushed.insert(k.clone(), v).unwrap_or(0);
+        for (k, v) in all {
+            let last = flushed.get(&k).copied().unwrap_or(0);
             if v > last {
                 lines.push(format!("{k}:{}|c", v - last));
             }
+            if v != last {
+                flushed.insert(k, v);
+            }
         }
-        for (k, secs) in std::mem::take(&mut g.pending_timings) {
+        for (k, secs) in timings {
             lines.push(format!("{k}:{}|ms", (secs * 1000.0).round() as u64));
         }
         lines
@@ -115,9 +250,13 @@ impl Stats {
 
     /// The Prometheus text exposition.
     pub fn prometheus(&self) -> String {
-        let g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let all = self.snapshot();
+        let timers: Vec<(String, Vec<u64>, f64, u64)> = lock(&self.timers)
+            .iter()
+            .map(|(k, t)| (k.clone(), t.buckets.clone(), t.sum, t.count))
+            .collect();
         let mut families: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for (k, v) in &Self::all_counters(&g) {
+        for (k, v) in &all {
             let (name, labels) = prom_name(k);
             families
                 .entry(name.clone())
@@ -132,7 +271,7 @@ impl Stats {
                 out.push('\n');
             }
         }
-        for (k, (buckets, sum, count)) in &g.timers {
+        for (k, buckets, sum, count) in &timers {
             let (name, labels) = prom_timer_name(k);
             out.push_str(&format!("# TYPE {name} histogram\n"));
             for (i, b) in BUCKETS.iter().enumerate() {
@@ -330,5 +469,80 @@ mod tests {
             s.statsd_lines(),
             vec!["ratelimit.service.rate_limit.rl.k_v.total_hits:2|c".to_string()]
         );
+    }
+
+    #[test]
+    fn counters_saturate() {
+        let s = Stats::default();
+        let hits = |n| StatDelta {
+            total_hits: n,
+            ..Default::default()
+        };
+        s.add_limit("rl.k_v", &hits(i64::MAX as u64));
+        s.add_limit("rl.k_v", &hits(i64::MAX as u64));
+        s.add_limit("rl.k_v", &hits(1));
+        s.add_limit("rl.k_v", &hits(u64::MAX));
+        assert_eq!(
+            s.get("ratelimit.service.rate_limit.rl.k_v.total_hits"),
+            u64::MAX
+        );
+        s.add("ratelimit.service.global_shadow_mode", u64::MAX);
+        s.add("ratelimit.service.global_shadow_mode", 1);
+        assert_eq!(s.get("ratelimit.service.global_shadow_mode"), u64::MAX);
+        assert!(s
+            .prometheus()
+            .contains("ratelimit_service_rate_limit_total_hits{domain=\"rl\",key1=\"k_v\"} 18446744073709551615\n"));
+    }
+
+    #[test]
+    fn keys_beyond_the_cap_count_in_their_domains_overflow_key() {
+        let s = Stats::new(3);
+        let one = StatDelta {
+            total_hits: 1,
+            ..Default::default()
+        };
+        for i in 0..10 {
+            s.add_limit(&format!("rl.user_{i}"), &one);
+        }
+        s.add_limit("other.k", &one);
+        s.add_limit("rl.user_0", &one);
+        assert_eq!(s.limit_keys(), 5, "three own keys and two overflow keys");
+        assert_eq!(
+            s.get("ratelimit.service.rate_limit.rl.user_0.total_hits"),
+            2
+        );
+        assert_eq!(
+            s.get("ratelimit.service.rate_limit.rl._overflow.total_hits"),
+            7
+        );
+        assert_eq!(
+            s.get("ratelimit.service.rate_limit.other._overflow.total_hits"),
+            1
+        );
+        assert_eq!(
+            s.get("ratelimit.service.rate_limit.rl.user_9.total_hits"),
+            0
+        );
+    }
+
+    #[test]
+    fn unknown_domains_are_one_series() {
+        let s = Stats::new(2);
+        for i in 0..100 {
+            s.add(
+                &format!("ratelimit.service.rate_limit.d{i}.domain_not_found"),
+                1,
+            );
+        }
+        s.add("a", 1);
+        s.add("b", 1);
+        s.add("c", 1);
+        assert_eq!(s.get(DOMAIN_NOT_FOUND), 100);
+        assert_eq!(s.get("a"), 1);
+        assert_eq!(s.get("c"), 0);
+        assert_eq!(s.get(COUNTER_OVERFLOW), 2, "b and c beyond two names");
+        assert!(s
+            .prometheus()
+            .contains("ratelimit_service_rate_limit_domain_not_found 100\n"));
     }
 }
