@@ -1,5 +1,15 @@
 import { adapt, type Adapter, type Client, type Reply } from "./adapter.js";
-import { EngineError, RedisCellError } from "./errors.js";
+import {
+  EngineError,
+  EngineNotFoundError,
+  LibraryMissingError,
+  LimiterMismatchError,
+  ModuleMissingError,
+  ModuleOnlyError,
+  RedisCellError,
+  WrongTypeError,
+  FUNCTION_NOT_FOUND as FUNCTION_NOT_FOUND_TEXT,
+} from "./errors.js";
 import { REDIS_CELL_EVAL_LUA, REDIS_CELL_LUA } from "./generated/lua.js";
 import { Script } from "./script.js";
 
@@ -49,7 +59,7 @@ export async function detectEngine(client: Client): Promise<EngineName> {
     if (!(e instanceof RedisCellError)) throw e;
   }
   if (Array.isArray(libraries) && libraries.length > 0) return "functions";
-  throw new EngineError(
+  throw new EngineNotFoundError(
     "redis-cell: the server has neither the redis-cell module (no CL.THROTTLE command) " +
       `nor the Functions library '${LIBRARY}': load the module (loadmodule libredis_cell.so) ` +
       "or load the functions once with loadFunctions(client) (Redis 7.0+, Valkey), " +
@@ -73,16 +83,101 @@ export function functionName(command: string): string {
   return command.toLowerCase().replace(".", "_");
 }
 
+/** The states a key can hold, in words, for the errors that name them. */
+const HOLDS = {
+  gcra: "a GCRA state (CL.THROTTLE's time in nanoseconds, as RateLimiterCellGcra and the \"gcra\" store keep it)",
+  counter: "a counter (an integer: FW.INCR's fixed window, as RateLimiterCell, RateLimiterRedis and rate-limit-redis keep it)",
+  moduleWindow: "a sliding window (SW.ALLOW, the module's cell-swin type)",
+  moduleLeases: "concurrency leases (CC.ACQUIRE, the module's cell-conc type)",
+  twinExact: "an exact sliding window (SW.ALLOW, as the Functions twin keeps it)",
+  twinApprox: "an APPROX sliding window (SW.ALLOW APPROX, as the Functions twin keeps it)",
+  twinLeases: "concurrency leases (CC.ACQUIRE, as the Functions twin keeps them)",
+};
+
+/** What a command keeps in its key, for the same errors. */
+function keeps(command: string): string {
+  if (/^CL\.(THROTTLE|PEEK|RESERVE|REFUND)$/.test(command)) return "a GCRA state";
+  if (command.startsWith("SW.")) return "a sliding window";
+  if (command.startsWith("FW.")) return "a fixed window counter";
+  if (command.startsWith("CC.")) return "concurrency leases";
+  return "its own limiter's state";
+}
+
+/**
+ * What a key holds, in words (null when it holds nothing): its type, and
+ * for a string its first bytes. A TAT in nanoseconds has 19 digits; a
+ * counter stays far below 2^52 (16 digits), which no store reaches.
+ */
+export async function describeKey(a: Adapter, key: string): Promise<string | null> {
+  const type = String(await a.send(["TYPE", key], key, true));
+  switch (type) {
+    case "none":
+      return null;
+    case "cell-swin":
+      return HOLDS.moduleWindow;
+    case "cell-conc":
+      return HOLDS.moduleLeases;
+    case "string":
+      break;
+    default:
+      return `a ${type}, which is no redis-cell state`;
+  }
+  const head = await a.send(["GETRANGE", key, 0, 23], key, true);
+  const v = Buffer.isBuffer(head) ? head.toString("latin1") : String(head ?? "");
+  if (v.startsWith("\0SWE")) return HOLDS.twinExact;
+  if (v.startsWith("\0SWA")) return HOLDS.twinApprox;
+  if (v.startsWith("\0CCL")) return HOLDS.twinLeases;
+  if (/^-?[0-9]+$/.test(v)) return v.length >= 17 ? HOLDS.gcra : HOLDS.counter;
+  return "a string that is no redis-cell state";
+}
+
+/**
+ * The error for a key that another limiter wrote, naming what it holds;
+ * `cause` (the server's error) when the keys cannot be read or hold
+ * nothing any more.
+ */
+export async function limiterMismatch(
+  a: Adapter,
+  command: string,
+  keys: readonly string[],
+  cause: RedisCellError,
+  expects: string = keeps(command),
+): Promise<RedisCellError> {
+  let found: [string, string][];
+  try {
+    const all = await Promise.all(keys.map(async (k) => [k, await describeKey(a, k)] as const));
+    found = all.filter((x): x is [string, string] => x[1] !== null);
+  } catch {
+    return cause;
+  }
+  const first = found[0];
+  if (first === undefined) return cause;
+  const fix =
+    "One key serves one limiter: this one was written by another (another algorithm of a store, or another limiter " +
+    "class, on the same prefix). Give each limiter its own key prefix, or delete the key to start it afresh.";
+  const message =
+    keys.length === 1
+      ? `redis-cell: the key '${first[0]}' holds ${first[1]}, where ${command} keeps ${expects}. ${fix}`
+      : `redis-cell: ${command}'s keys hold ${found.map(([k, h]) => `'${k}': ${h}`).join("; ")}. ${fix}`;
+  return new LimiterMismatchError(first[0], first[1], message, cause.reply, { cause });
+}
+
 /**
  * Sends redis-cell's commands through one engine, chosen once: given, or
- * detected at the first call (and kept).
+ * detected at the first call (and kept until the module turns out to be
+ * gone). On the Functions twin, a library the server lost (`FUNCTION
+ * FLUSH`, a restart without persistence) is loaded again (`FUNCTION LOAD
+ * REPLACE`, on every master) and the call retried, once.
  */
 export class Engine {
   readonly adapter: Adapter;
   #engine: Promise<EngineName> | undefined;
+  readonly #given: boolean;
+  #reloading: Promise<void> | undefined;
 
   constructor(client: Client, engine?: EngineName) {
     this.adapter = adapt(client);
+    this.#given = engine !== undefined;
     if (engine !== undefined) {
       if (engine !== "module" && engine !== "functions" && engine !== "eval") {
         throw new TypeError(
@@ -113,14 +208,86 @@ export class Engine {
    */
   async call(command: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
     const name = command.toUpperCase();
+    const engine = await this.engine();
+    try {
+      return await this.#send(engine, name, keys, args);
+    } catch (e) {
+      if (engine === "functions" && e instanceof LibraryMissingError) return this.#reloadAndRetry(name, keys, args, e);
+      throw await this.#explain(engine, name, keys, e);
+    }
+  }
+
+  /** A call's error as the caller should see it. */
+  async #explain(engine: EngineName, name: string, keys: readonly string[], e: unknown): Promise<unknown> {
+    if (e instanceof ModuleMissingError && engine === "module" && !this.#given) {
+      // The module was unloaded: the next call detects again (the twin may be there).
+      this.#engine = undefined;
+    }
+    if (e instanceof WrongTypeError && !(e instanceof LimiterMismatchError)) {
+      return limiterMismatch(this.adapter, name, keys, e);
+    }
+    return e;
+  }
+
+  async #reloadAndRetry(
+    name: string,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    missing: LibraryMissingError,
+  ): Promise<Reply> {
+    let loadError: unknown;
+    try {
+      await this.reload();
+    } catch (e) {
+      loadError = e;
+    }
+    try {
+      // Another client may have loaded it meanwhile: the retry tells.
+      return await this.#send("functions", name, keys, args);
+    } catch (e) {
+      if (!(e instanceof LibraryMissingError)) throw await this.#explain("functions", name, keys, e);
+      const why = loadError === undefined ? "the function is still not found after the load" : `the load failed: ${String((loadError as Error).message ?? loadError)}`;
+      throw new LibraryMissingError(
+        `redis-cell: the Functions library '${LIBRARY}' is missing on the server (${missing.reply ?? "ERR Function not found"}) ` +
+          `and loading it again did not bring it back (${why}): load it with a user allowed FUNCTION LOAD ` +
+          "(loadFunctions(client)), or use the module",
+        { cause: loadError ?? e, reply: e.reply ?? FUNCTION_NOT_FOUND_TEXT },
+      );
+    }
+  }
+
+  /**
+   * Loads the twin's library again on every master (REPLACE: two clients
+   * doing it at once both succeed). Calls that fail at once share one load.
+   */
+  reload(): Promise<void> {
+    if (this.#reloading === undefined) {
+      const p = (async () => {
+        const masters = await this.adapter.masters();
+        const args = ["FUNCTION", "LOAD", "REPLACE", REDIS_CELL_LUA];
+        const results = await Promise.allSettled(masters.map((m) => m.send(args)));
+        const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+        if (failed) throw failed.reason;
+      })();
+      this.#reloading = p;
+      p.then(
+        () => (this.#reloading = undefined),
+        () => (this.#reloading = undefined),
+      );
+    }
+    return this.#reloading;
+  }
+
+  #send(engine: EngineName, name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
     const readonly = READ_ONLY.has(name);
     const numkeys = name === "CL.THROTTLEALL" ? [keys.length] : [];
-    const engine = await this.engine();
     if (engine === "module") {
       return this.adapter.send([name, ...numkeys, ...keys, ...args], keys[0], readonly);
     }
     if (MODULE_ONLY.has(name)) {
-      throw new EngineError(`redis-cell: ${name} is module-only: the Functions twin has no policies, SHADOW or CL.TOP`);
+      return Promise.reject(
+        new ModuleOnlyError(`redis-cell: ${name} is module-only: the Functions twin has no policies, SHADOW or CL.TOP`),
+      );
     }
     if (engine === "eval") {
       return EVAL_SCRIPT.run(this.adapter, keys, [name.toLowerCase(), ...args]);

@@ -1,25 +1,147 @@
 /**
  * An error reply from the server (or from the Functions twin), with its
  * text exactly as the server sent it: `ERR invalid period: ...`,
- * `WRONGTYPE ...`. `code` is its first word.
+ * `WRONGTYPE ...`. `code` is its first word. Replies redis-cell knows are
+ * raised as the subclasses below; any other (`NOPERM`, `READONLY`, `OOM`...)
+ * as this class.
  */
 export class RedisCellError extends Error {
   readonly reply: string;
   readonly code: string;
-  constructor(reply: string, options?: { cause?: unknown }) {
-    super(reply, options);
+  constructor(reply: string, options?: { cause?: unknown; message?: string }) {
+    super(options?.message ?? reply, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "RedisCellError";
     this.reply = reply;
     this.code = reply.split(" ", 1)[0] ?? "";
   }
 }
 
+/** The server refused the call's arguments (`ERR invalid ...`, `ERR unknown option ...`, a wrong arity). */
+export class ArgumentError extends RedisCellError {
+  constructor(reply: string, options?: { cause?: unknown }) {
+    super(reply, options);
+    this.name = "ArgumentError";
+  }
+}
+
+/** Parameters the engine cannot compute with (`ERR parameters out of range ...`). */
+export class OutOfRangeError extends RedisCellError {
+  constructor(reply: string, options?: { cause?: unknown }) {
+    super(reply, options);
+    this.name = "OutOfRangeError";
+  }
+}
+
+/**
+ * The key holds another kind of value than the command reads (`WRONGTYPE
+ * ...`, or `ERR key holds ...` for a string that is no state of this
+ * limiter).
+ */
+export class WrongTypeError extends RedisCellError {
+  constructor(reply: string, options?: { cause?: unknown; message?: string }) {
+    super(reply, options);
+    this.name = "WrongTypeError";
+  }
+}
+
+/**
+ * A key written by one limiter and read by another (a store switched from
+ * its fixed window to its sliding one, RateLimiterCell and
+ * RateLimiterCellGcra on one prefix...). `message` names what the key holds
+ * and the way out; `reply` is the server's own text (or, where the server
+ * read the value as a number and answered, a description of the value).
+ */
+export class LimiterMismatchError extends WrongTypeError {
+  /** The key whose state belongs to another limiter. */
+  readonly key: string;
+  /** What the key holds, in words ("a GCRA state (CL.THROTTLE) ..."). */
+  readonly holds: string;
+  constructor(key: string, holds: string, message: string, reply: string, options?: { cause?: unknown }) {
+    super(reply, { ...options, message });
+    this.name = "LimiterMismatchError";
+    this.key = key;
+    this.holds = holds;
+  }
+}
+
 /** The engine cannot be chosen or does not offer what was asked. */
 export class EngineError extends Error {
-  constructor(message: string) {
-    super(message);
+  /** The server's reply that showed it, when there was one. */
+  readonly reply: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; reply?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "EngineError";
+    this.reply = options?.reply;
   }
+}
+
+/** A command the Functions twin does not have (policies, `SHADOW`, `CL.TOP`). */
+export class ModuleOnlyError extends EngineError {
+  constructor(message: string, options?: { cause?: unknown; reply?: string }) {
+    super(message, options);
+    this.name = "ModuleOnlyError";
+  }
+}
+
+/**
+ * The server has not (or no longer has) the engine in use: neither the
+ * module nor the twin's library at detection, or one of the two subclasses.
+ */
+export class EngineNotFoundError extends EngineError {
+  constructor(message: string, options?: { cause?: unknown; reply?: string }) {
+    super(message, options);
+    this.name = "EngineNotFoundError";
+  }
+}
+
+/** The module's commands are unknown to the server (`ERR unknown command 'CL.THROTTLE'`): not loaded, or unloaded. */
+export class ModuleMissingError extends EngineNotFoundError {
+  constructor(message: string, options?: { cause?: unknown; reply?: string }) {
+    super(message, options);
+    this.name = "ModuleMissingError";
+  }
+}
+
+/**
+ * The twin's library is missing (`ERR Function not found`: a `FUNCTION
+ * FLUSH`, a restart without persistence) and loading it again failed, or
+ * did not bring the function back; `cause` is the load's error.
+ */
+export class LibraryMissingError extends EngineNotFoundError {
+  constructor(message: string, options?: { cause?: unknown; reply?: string }) {
+    super(message, options);
+    this.name = "LibraryMissingError";
+  }
+}
+
+/** The module's command names, as an unknown-command reply quotes them. */
+const MODULE_COMMAND = /^ERR unknown command [`']((?:CL|SW|FW|CC)\.[A-Za-z]+|GCRA)[`']/;
+/** The module's (and the twin's) texts for a string that is not the command's state. */
+const STATE_OF_ANOTHER_KIND = /^ERR key holds (a string that is not a valid|an exact sliding window;|an APPROX sliding window;)/;
+/** Functions' reply when the library (or one of its functions) is not loaded, on every server with Functions. */
+export const FUNCTION_NOT_FOUND = "ERR Function not found";
+
+/** A server's error text as its class. */
+export function fromReply(reply: string, cause?: unknown): RedisCellError | EngineError {
+  const options = cause === undefined ? {} : { cause };
+  if (reply.startsWith(FUNCTION_NOT_FOUND)) {
+    return new LibraryMissingError(`redis-cell: the Functions library 'redis_cell' is not loaded on the server (${reply})`, {
+      ...options,
+      reply,
+    });
+  }
+  const unknown = MODULE_COMMAND.exec(reply);
+  if (unknown) {
+    return new ModuleMissingError(
+      `redis-cell: the server does not know ${unknown[1] ?? "the command"}: the redis-cell module is not loaded ` +
+        "(loadmodule libredis_cell.so), or was unloaded; or use the Functions twin (loadFunctions, { engine: \"functions\" })",
+      { ...options, reply },
+    );
+  }
+  if (reply.startsWith("WRONGTYPE") || STATE_OF_ANOTHER_KIND.test(reply)) return new WrongTypeError(reply, options);
+  if (/range/.test(reply) && /out of|overflows/.test(reply)) return new OutOfRangeError(reply, options);
+  if (reply.startsWith("ERR ")) return new ArgumentError(reply, options);
+  return new RedisCellError(reply, options);
 }
 
 /**
@@ -28,11 +150,11 @@ export class EngineError extends Error {
  * upper-case code first, so that connection errors pass through untouched.
  */
 export function asCellError(e: unknown): unknown {
-  if (e instanceof RedisCellError) return e;
+  if (e instanceof RedisCellError || e instanceof EngineError) return e;
   if (e instanceof Error && /^[A-Z][A-Z_-]*(\s|$)/.test(e.message)) {
     for (let p: object | null = Object.getPrototypeOf(e); p !== null; p = Object.getPrototypeOf(p)) {
       const name = (p as { constructor?: { name?: string } }).constructor?.name;
-      if (name === "ReplyError" || name === "ErrorReply") return new RedisCellError(e.message, { cause: e });
+      if (name === "ReplyError" || name === "ErrorReply") return fromReply(e.message, e);
     }
   }
   return e;

@@ -7,7 +7,8 @@ import {
   type SendCommandFn,
 } from "./adapter.js";
 import { Cell, type Decision } from "./commands.js";
-import type { EngineName } from "./engine.js";
+import { limiterMismatch, type EngineName } from "./engine.js";
+import { WrongTypeError } from "./errors.js";
 
 /**
  * How the store counts:
@@ -126,11 +127,22 @@ export class RedisCellStore implements Store {
     return new Date(Date.now() + Math.min(Math.max(ms, 0), this.windowMs));
   }
 
+  /**
+   * The counting mode never reaches UNBOUNDED: a key that FW.INCR reads as
+   * that many hits holds a GCRA state (a time in nanoseconds), the "gcra"
+   * mode's.
+   */
+  async #notACounter(key: string, command: string): Promise<never> {
+    const seen = new WrongTypeError(`WRONGTYPE key holds a value ${command} reads as a count of 2^52 or more, which no counter of the store reaches`);
+    throw await limiterMismatch(this.cell.engineRef.adapter, 'the "fixed" store', [key], seen, "a counter (FW.INCR)");
+  }
+
   async increment(key: string): Promise<IncrementResponse> {
     const k = this.#key(key);
     switch (this.algorithm) {
       case "fixed": {
         const d = await this.cell.fwIncr(k, UNBOUNDED, this.#window, { ms: true });
+        if (d.limited) return this.#notACounter(k, "FW.INCR");
         return this.#info(d, UNBOUNDED - d.remaining);
       }
       case "sliding": {
@@ -171,6 +183,7 @@ export class RedisCellStore implements Store {
     switch (this.algorithm) {
       case "fixed":
         d = await this.cell.fwPeek(k, UNBOUNDED, this.#window, { ms: true });
+        if (d.remaining === 0) return this.#notACounter(k, "FW.PEEK");
         hits = UNBOUNDED - d.remaining;
         break;
       case "sliding": {

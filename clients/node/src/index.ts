@@ -12,9 +12,20 @@ export type {
   TopEntry,
   Unit,
 } from "./commands.js";
-export { Engine, LIBRARY, detectEngine, functionName, loadFunctions } from "./engine.js";
+export { Engine, LIBRARY, describeKey, detectEngine, functionName, loadFunctions } from "./engine.js";
 export type { EngineName } from "./engine.js";
 export { adapt, fromSendCommand, fromSendCommandCluster } from "./adapter.js";
 export type { Adapter, Client, Reply, SendCommandClusterFn, SendCommandFn } from "./adapter.js";
-export { EngineError, RedisCellError } from "./errors.js";
+export {
+  ArgumentError,
+  EngineError,
+  EngineNotFoundError,
+  LibraryMissingError,
+  LimiterMismatchError,
+  ModuleMissingError,
+  ModuleOnlyError,
+  OutOfRangeError,
+  RedisCellError,
+  WrongTypeError,
+} from "./errors.js";
 export { REDIS_CELL_LUA } from "./generated/lua.js";

@@ -1,6 +1,7 @@
 import type { ThrottlerStorage } from "@nestjs/throttler";
 import type { Client, Reply } from "./adapter.js";
-import { Engine, type EngineName } from "./engine.js";
+import { Engine, limiterMismatch, type EngineName } from "./engine.js";
+import { LimiterMismatchError, ModuleMissingError, RedisCellError, WrongTypeError } from "./errors.js";
 import { THROTTLER_MODULE_LUA, THROTTLER_TWIN_LUA } from "./generated/lua.js";
 import { Script } from "./script.js";
 
@@ -19,6 +20,8 @@ export interface RedisCellThrottlerStorageOptions {
 }
 
 const onModule = new Script(THROTTLER_MODULE_LUA);
+/** A script's call of a command the server does not have (Redis 6.2 to 8, Valkey). */
+const UNKNOWN_IN_SCRIPT = /Unknown (Redis )?command called from (Lua )?script/;
 const onTwin = new Script(THROTTLER_TWIN_LUA);
 
 /**
@@ -42,12 +45,27 @@ export class RedisCellThrottlerStorage implements ThrottlerStorage {
     // One hash tag: the three keys share a slot in a cluster. The guard's
     // key already names the throttler; the name is kept for custom keys.
     const base = `${this.prefix}{${key}}:${throttlerName}`;
-    const script = (await this.#e.engine()) === "module" ? onModule : onTwin;
-    const r = await script.run(this.#e.adapter, [`${base}:hits`, `${base}:window`, `${base}:block`], [
-      Math.max(1, Math.ceil(ttl)),
-      limit,
-      Math.ceil(blockDuration),
-    ]);
+    const engine = await this.#e.engine();
+    const keys = [`${base}:hits`, `${base}:window`, `${base}:block`];
+    let r: Reply;
+    try {
+      r = await (engine === "module" ? onModule : onTwin).run(this.#e.adapter, keys, [
+        Math.max(1, Math.ceil(ttl)),
+        limit,
+        Math.ceil(blockDuration),
+      ]);
+    } catch (e) {
+      // The script calls the module's commands: the server names none of them when they are unknown.
+      if (engine === "module" && e instanceof RedisCellError && UNKNOWN_IN_SCRIPT.test(e.reply)) {
+        throw new ModuleMissingError(
+          "redis-cell: the server does not know the module's commands (FW.INCR, SW.ALLOW): the redis-cell module is " +
+            "not loaded (loadmodule libredis_cell.so), or was unloaded; or use the Functions twin ({ engine: \"functions\" })",
+          { cause: e, reply: e.reply },
+        );
+      }
+      if (e instanceof WrongTypeError && !(e instanceof LimiterMismatchError)) throw await limiterMismatch(this.#e.adapter, "the storage's script", keys, e);
+      throw e;
+    }
     const a = r as Reply[];
     return {
       totalHits: Number(a[0]),

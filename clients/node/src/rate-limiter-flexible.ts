@@ -1,8 +1,9 @@
 import rlf from "rate-limiter-flexible";
 import type { IRateLimiterStoreOptions } from "rate-limiter-flexible";
 import type { Reply } from "./adapter.js";
-import { Cell } from "./commands.js";
-import type { EngineName } from "./engine.js";
+import { Cell, type Decision } from "./commands.js";
+import { limiterMismatch, type EngineName } from "./engine.js";
+import { LimiterMismatchError, WrongTypeError } from "./errors.js";
 
 /** RateLimiterRedis's options, and the engine. */
 export interface RateLimiterCellOptions extends IRateLimiterStoreOptions {
@@ -29,6 +30,16 @@ function checkPoints(points: unknown): void {
 
 const int = (r: Reply | undefined): number => Number(r);
 
+/**
+ * FW.INCR and FW.REFUND read the key as a count; with the limit UNBOUNDED,
+ * a count at or above it is no counter of this store: a GCRA state (a time
+ * in nanoseconds, 19 digits) written by RateLimiterCellGcra.
+ */
+async function notACounter(cell: Cell, rlKey: string, command: string): Promise<never> {
+  const seen = new WrongTypeError(`WRONGTYPE key holds a value ${command} reads as a count of 2^52 or more, which no counter of RateLimiterCell reaches`);
+  throw await limiterMismatch(cell.engineRef.adapter, "RateLimiterCell", [rlKey], seen, "a counter (FW.INCR)");
+}
+
 interface RedisInternals {
   _isRedisReady(rlKey: string, isReadonly: boolean): boolean;
   points: number;
@@ -44,11 +55,23 @@ interface RedisInternals {
  * points that a later burst can spend.
  */
 export class RateLimiterCell extends rlf.RateLimiterRedis {
-  protected readonly cell: Cell;
+  readonly #opts: RateLimiterCellOptions;
+  #cell: Cell | undefined;
 
   constructor(opts: RateLimiterCellOptions) {
     super(opts);
-    this.cell = new Cell(opts.storeClient as object, opts.engine === undefined ? {} : { engine: opts.engine });
+    this.#opts = opts;
+  }
+
+  /**
+   * The client is wrapped at the first call, not here: as with
+   * RateLimiterRedis, a client that is not ready (or not one at all) makes
+   * the calls fail (`rejectIfRedisNotReady`, the client's own error), not
+   * the constructor.
+   */
+  protected get cell(): Cell {
+    this.#cell ??= new Cell(this.#opts.storeClient as object, this.#opts.engine === undefined ? {} : { engine: this.#opts.engine });
+    return this.#cell;
   }
 
   protected ready(rlKey: string, isReadonly: boolean): void {
@@ -73,18 +96,39 @@ export class RateLimiterCell extends rlf.RateLimiterRedis {
       const [consumed, ttl] = await this.cell.transaction(rlKey, [["INCRBY", rlKey, n], ["PTTL", rlKey]]);
       return [int(consumed), int(ttl)];
     }
-    const d =
-      n >= 0
-        ? await this.cell.fwIncr(rlKey, UNBOUNDED, secDuration, { quantity: n, ms: true })
-        : await this.cell.fwRefund(rlKey, UNBOUNDED, secDuration, -n, { ms: true });
+    // RateLimiterRedis's key expires secDuration after the server's
+    // current millisecond (SET ... EX). The module ends a new window at
+    // now + window rounded up to a whole millisecond; a window 1 ms shorter
+    // ends at that same instant, so the key's PTTL and msBeforeNext are
+    // RateLimiterRedis's, never above the duration.
+    const window = `${secDuration * 1000 - 1}ms`;
+    let d: Decision;
+    if (n >= 0) {
+      d = await this.cell.fwIncr(rlKey, UNBOUNDED, window, { quantity: n, ms: true });
+      if (d.limited) return notACounter(this.cell, rlKey, "FW.INCR");
+    } else {
+      d = await this.cell.fwRefund(rlKey, UNBOUNDED, window, -n, { ms: true });
+      if (d.remaining === 0) return notACounter(this.cell, rlKey, "FW.REFUND");
+    }
     return [UNBOUNDED - d.remaining, d.resetAfter];
   }
 
   async _get(rlKey: string): Promise<StoreResult | null> {
     this.ready(rlKey, true);
-    const [value, ttl] = await this.cell.transaction(rlKey, [["GET", rlKey], ["PTTL", rlKey]]);
+    let value: Reply | undefined;
+    let ttl: Reply | undefined;
+    try {
+      [value, ttl] = await this.cell.transaction(rlKey, [["GET", rlKey], ["PTTL", rlKey]]);
+    } catch (e) {
+      if (e instanceof WrongTypeError && !(e instanceof LimiterMismatchError)) {
+        throw await limiterMismatch(this.cell.engineRef.adapter, "RateLimiterCell", [rlKey], e, "a counter (FW.INCR)");
+      }
+      throw e;
+    }
     if (value === null || value === undefined) return null;
-    return [int(value), int(ttl)];
+    const points = int(value);
+    if (!(Math.abs(points) < UNBOUNDED)) return notACounter(this.cell, rlKey, "GET");
+    return [points, int(ttl)];
   }
 
   async _delete(rlKey: string): Promise<boolean> {
@@ -112,19 +156,25 @@ export class RateLimiterCellGcra extends RateLimiterCell {
     }
   }
 
-  get #params() {
+  /** The GCRA of `points` per `msDuration` (the limiter's duration, or a call's customDuration). */
+  #params(msDuration: number = this.msDuration) {
     const points = (this as unknown as RedisInternals).points;
-    return { maxBurst: points - 1, countPerPeriod: points, period: `${this.msDuration}ms` };
+    return { maxBurst: points - 1, countPerPeriod: points, period: `${msDuration}ms` };
   }
 
-  override async _upsert(rlKey: string, points: number | string, _msDuration: number, forceExpire = false): Promise<StoreResult> {
+  override async _upsert(rlKey: string, points: number | string, msDuration: number, forceExpire = false): Promise<StoreResult> {
     checkPoints(points);
     this.ready(rlKey, false);
     if (forceExpire) {
       throw new TypeError("redis-cell: RateLimiterCellGcra offers no block or set: a GCRA key holds a time, not a count");
     }
+    if (!(msDuration > 0)) {
+      throw new TypeError(
+        "redis-cell: RateLimiterCellGcra needs a customDuration above 0: a GCRA key refills over its duration, and one that never refills is no GCRA",
+      );
+    }
     const n = Number(points);
-    const p = this.#params;
+    const p = this.#params(msDuration);
     if (n < 0) {
       const d = await this.cell.refund(rlKey, p, -n, { ms: true });
       return [p.countPerPeriod - d.remaining, d.resetAfter];
@@ -136,7 +186,7 @@ export class RateLimiterCellGcra extends RateLimiterCell {
 
   override async _get(rlKey: string): Promise<StoreResult | null> {
     this.ready(rlKey, true);
-    const p = this.#params;
+    const p = this.#params();
     const d = await this.cell.peek(rlKey, p, { ms: true });
     if (d.remaining >= p.countPerPeriod) return null;
     return [p.countPerPeriod - d.remaining, d.resetAfter];
