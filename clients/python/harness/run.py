@@ -271,6 +271,8 @@ def main() -> int:
                 "CELL_SENTINEL_PORT": str(sentinel.port),
                 "CELL_MODULE_SOCKET": str(with_module.socket),
                 "CELL_REPO": str(repo),
+                # For the tests that start (and restart) a server of their own.
+                "CELL_SERVER_BINARY": binary,
             }
             if tls:
                 started.append(tls)

@@ -10,6 +10,14 @@
 Detection (when no engine is given): ``COMMAND INFO CL.THROTTLE``, then
 ``FUNCTION LIST LIBRARYNAME redis_cell``; neither is an error naming both.
 An ACL user that may not call ``COMMAND`` or ``FUNCTION`` passes the engine.
+
+Once the functions engine is in use, a server that has lost the library
+(``FUNCTION FLUSH``, a restart without persistence) answers "Function not
+found": the clients load the shipped library again (``FUNCTION LOAD
+REPLACE``, so that clients doing it at once all succeed) and send the call
+once more, as redis-py's scripts do after ``SCRIPT FLUSH``. One reload per
+call, never a loop: a load that fails, or a function still missing after it,
+is ``LibraryNotLoadedError``.
 """
 
 from __future__ import annotations
@@ -19,7 +27,14 @@ from importlib import resources
 from typing import Any
 
 from ._commands import Call
-from .errors import CellError, EngineNotFoundError, ModuleOnlyError, from_response
+from .errors import (
+    FUNCTION_NOT_FOUND,
+    CellError,
+    EngineNotFoundError,
+    LibraryNotLoadedError,
+    ModuleOnlyError,
+    from_response,
+)
 
 LIBRARY = "redis_cell"
 
@@ -116,8 +131,45 @@ def typed(error: Exception) -> Exception:
     text, kind = str(error), type(error).__name__
     if kind == "WrongTypeError":  # coredis: the code is the class, cut from the text
         return from_response(text if text.startswith("WRONGTYPE") else "WRONGTYPE " + text)
-    if kind != "ResponseError":
+    # coredis names "unknown command" replies by a class of their own.
+    if kind not in ("ResponseError", "UnknownCommandError"):
         return error
     if text.split(" ", 1)[0] not in _CODES and not text.startswith("ERR "):
         text = "ERR " + text
     return from_response(text)
+
+
+def lost_library(error: Exception, engine: Engine) -> bool:
+    """The functions engine's "Function not found": the library is gone from
+    the server that answered, and loading it again may cure it."""
+    converted = typed(error)
+    return (
+        engine is Engine.FUNCTIONS
+        and isinstance(converted, LibraryNotLoadedError)
+        and FUNCTION_NOT_FOUND in converted.message
+    )
+
+
+def _lost(error: Exception) -> str:
+    text = typed(error)
+    message = text.message if isinstance(text, CellError) else str(text)
+    return (
+        f"{message}: the server has lost redis-cell's Functions library '{LIBRARY}' "
+        "(FUNCTION FLUSH, or a restart without persistence)"
+    )
+
+
+def load_failed(lost: Exception, load_error: Exception) -> LibraryNotLoadedError:
+    """The library is missing and loading the shipped one was refused."""
+    return LibraryNotLoadedError(
+        f"{_lost(lost)} and loading the shipped one again failed: "
+        f"{type(load_error).__name__}: {load_error}"
+    )
+
+
+def still_missing(lost: Exception) -> LibraryNotLoadedError:
+    """The library was loaded again, yet the function is still not found."""
+    return LibraryNotLoadedError(
+        f"{_lost(lost)}; the shipped library was loaded again (FUNCTION LOAD REPLACE) "
+        "and the function is still not found there"
+    )

@@ -24,7 +24,10 @@ from ._engine import (
     eval_args,
     is_cluster_client,
     library_source,
+    load_failed,
+    lost_library,
     response_errors,
+    still_missing,
     typed,
 )
 
@@ -108,43 +111,64 @@ class AsyncCell:
     async def load_functions(self, replace: bool = True) -> None:
         """Loads the twin's library shipped in this package (FUNCTION LOAD), on
         every primary of a cluster, and uses it from now on."""
-        words = ["FUNCTION LOAD", *(["REPLACE"] if replace else []), library_source()]
-        if self.is_cluster:
-            await cast(Any, self.client).execute_command(
-                *words, target_nodes=RedisCluster.PRIMARIES
-            )
+        source = library_source()
+        if self._coredis:
+            # coredis sends FUNCTION LOAD to every primary of a cluster itself.
+            await cast(Any, self.client).function_load(source, replace=replace)
         else:
-            await self._send(*words)
+            words = ["FUNCTION LOAD", *(["REPLACE"] if replace else []), source]
+            routing = {"target_nodes": RedisCluster.PRIMARIES} if self.is_cluster else {}
+            await cast(Any, self.client).execute_command(*words, **routing)
         self._engine = Engine.FUNCTIONS
 
     async def run(self, call: Call[T]) -> T:
-        """Sends one call with the chosen engine and reads its typed reply."""
+        """Sends one call with the chosen engine and reads its typed reply;
+        see ``Cell.run``."""
         engine = await self.engine()
         check(call, engine)
         try:
-            if engine is Engine.EVAL:
-                if self._script is None:
-                    self._script = cast(Any, self.client).register_script(
-                        library_source("redis_cell_eval.lua")
-                    )
-                reply = await self._script(keys=list(call.keys), args=eval_args(call))
-            elif call.fanout and self.is_cluster:
-                replies = await cast(Any, self.client).execute_command(
-                    *command_args(call, engine), target_nodes=RedisCluster.PRIMARIES
-                )
-                values = list(replies.values()) if isinstance(replies, dict) else [replies]
-                reply = call.merge(values)
-            else:
-                words = command_args(call, engine)
-                first = len(words) - len(call.args) - len(call.keys) - 1
-                key_range = (first, first + len(call.keys)) if call.keys else None
-                reply = await self._send(*words, key_range=key_range)
+            try:
+                reply = await self._attempt(call, engine)
+            except self._errors as error:
+                if not lost_library(error, engine):
+                    raise
+                await self._reload(error)
+                try:
+                    reply = await self._attempt(call, engine)
+                except self._errors as again:
+                    if lost_library(again, engine):
+                        raise still_missing(error) from again
+                    raise
         except self._errors as error:
             converted = typed(error)
             if converted is error:
                 raise
             raise converted from error
         return call.parse(reply)
+
+    async def _reload(self, lost: Exception) -> None:
+        try:
+            await self.load_functions(replace=True)
+        except self._errors as refused:
+            raise load_failed(lost, refused) from refused
+
+    async def _attempt(self, call: Call[T], engine: Engine) -> Any:
+        if engine is Engine.EVAL:
+            if self._script is None:
+                self._script = cast(Any, self.client).register_script(
+                    library_source("redis_cell_eval.lua")
+                )
+            return await self._script(keys=list(call.keys), args=eval_args(call))
+        if call.fanout and self.is_cluster:
+            replies = await cast(Any, self.client).execute_command(
+                *command_args(call, engine), target_nodes=RedisCluster.PRIMARIES
+            )
+            values = list(replies.values()) if isinstance(replies, dict) else [replies]
+            return call.merge(values)
+        words = command_args(call, engine)
+        first = len(words) - len(call.args) - len(call.keys) - 1
+        key_range = (first, first + len(call.keys)) if call.keys else None
+        return await self._send(*words, key_range=key_range)
 
     throttle = _bind(c.throttle)
     peek = _bind(c.peek)

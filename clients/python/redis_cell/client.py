@@ -24,7 +24,10 @@ from ._engine import (
     eval_args,
     is_cluster_client,
     library_source,
+    load_failed,
+    lost_library,
     response_errors,
+    still_missing,
     typed,
 )
 
@@ -96,30 +99,49 @@ class Cell:
         self._engine = Engine.FUNCTIONS
 
     def run(self, call: Call[T]) -> T:
-        """Sends one call with the chosen engine and reads its typed reply."""
+        """Sends one call with the chosen engine and reads its typed reply.
+        On the functions engine, a lost library is loaded again (once) and
+        the call sent once more (see ``_engine``)."""
         engine = self.engine
         check(call, engine)
         try:
-            if engine is Engine.EVAL:
-                if self._script is None:
-                    self._script = cast(Any, self.client).register_script(
-                        library_source("redis_cell_eval.lua")
-                    )
-                reply = self._script(keys=list(call.keys), args=eval_args(call))
-            elif call.fanout and self.is_cluster:
-                replies = self._send(
-                    *command_args(call, engine), target_nodes=RedisCluster.PRIMARIES
-                )
-                values = list(replies.values()) if isinstance(replies, dict) else [replies]
-                reply = call.merge(values)
-            else:
-                reply = self._send(*command_args(call, engine))
+            try:
+                reply = self._attempt(call, engine)
+            except self._errors as error:
+                if not lost_library(error, engine):
+                    raise
+                self._reload(error)
+                try:
+                    reply = self._attempt(call, engine)
+                except self._errors as again:
+                    if lost_library(again, engine):
+                        raise still_missing(error) from again
+                    raise
         except self._errors as error:
             converted = typed(error)
             if converted is error:
                 raise
             raise converted from error
         return call.parse(reply)
+
+    def _reload(self, lost: Exception) -> None:
+        try:
+            self.load_functions(replace=True)
+        except self._errors as refused:
+            raise load_failed(lost, refused) from refused
+
+    def _attempt(self, call: Call[T], engine: Engine) -> Any:
+        if engine is Engine.EVAL:
+            if self._script is None:
+                self._script = cast(Any, self.client).register_script(
+                    library_source("redis_cell_eval.lua")
+                )
+            return self._script(keys=list(call.keys), args=eval_args(call))
+        if call.fanout and self.is_cluster:
+            replies = self._send(*command_args(call, engine), target_nodes=RedisCluster.PRIMARIES)
+            values = list(replies.values()) if isinstance(replies, dict) else [replies]
+            return call.merge(values)
+        return self._send(*command_args(call, engine))
 
     throttle = _bind(c.throttle)
     peek = _bind(c.peek)

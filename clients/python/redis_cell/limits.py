@@ -12,8 +12,9 @@ scheme                       storage
 ===========================  ==========================================
 
 Each is ``limits``' own Redis storage (connections, options, key prefix,
-``get``, ``get_expiry``, ``clear``, ``reset``, ``check`` unchanged) with the
-strategies moved onto redis-cell:
+``get``, ``get_expiry``, ``clear``, ``reset`` unchanged) with the strategies
+moved onto redis-cell, and a ``check`` that also asks the engine (False
+when the module is gone or the twin's library cannot be loaded):
 
 - moving window: ``SW.ALLOW`` (one log entry per request whatever its cost,
   the server's clock); ``get_moving_window`` from two ``SW.PEEK``\\ s;
@@ -27,6 +28,12 @@ The engine is the module's commands where the server has them, otherwise the
 Functions twin if its library is loaded; pass ``engine=...`` (an option, or
 ``?engine=functions`` in the URI) to choose it, e.g. for an ACL user that may
 not call ``COMMAND``.
+
+A negative cost is what limits' own Redis storage makes of it: the moving
+window answers True and records nothing, the fixed window and the sliding
+window counter lower the count (below 0 too, as ``INCRBY`` does). A key
+that one strategy wrote and another is asked to use is a ``WrongTypeError``
+naming the key, what it holds and the way out.
 """
 
 from __future__ import annotations
@@ -42,11 +49,11 @@ from limits.storage import RedisClusterStorage as _RedisClusterStorage
 from limits.storage import RedisSentinelStorage as _RedisSentinelStorage
 from limits.storage import RedisStorage as _RedisStorage
 
-from ._engine import library_source
+from ._engine import library_source, typed
 from ._types import Decision
 from .aio import AsyncCell
 from .client import Cell
-from .errors import WrongTypeError
+from .errors import CellError, WrongTypeError
 
 __all__ = [
     "AsyncCellClusterStorage",
@@ -68,6 +75,62 @@ MIGRATION = (
     "; it holds the list that limits' own Redis storage keeps for a moving window: "
     "see docs/clients/python.md (Migrating) to drop those keys or use another key_prefix"
 )
+
+# A fixed window hit of negative cost: FW.INCR takes no negative quantity and
+# FW.REFUND stops at 0, while limits' own storage lowers the counter as
+# INCRBY does, below 0 too, and starts the window when the counter it
+# answers equals the amount (the key was absent, or at 0).
+_LOWER = """
+local count = redis.call('incrby', KEYS[1], ARGV[1])
+if count == tonumber(ARGV[1]) then redis.call('expire', KEYS[1], ARGV[2]) end
+return count
+"""
+
+# The key check() peeks at (nothing is written): one call through the engine.
+CHECK_KEY = "redis-cell:check"
+
+# What each strategy keeps under a limit's key, as TYPE (and, for the
+# twin's strings, their first bytes) tells them apart.
+_HOLDS = {
+    "moving": "a moving window log (limits' moving-window strategy)",
+    "fixed": "a fixed window counter (limits' fixed-window strategy)",
+}
+
+
+def _holder(kind: Any, head: Any) -> str | None:
+    kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+    head = head.encode() if isinstance(head, str) else (head or b"")
+    if kind == "cell-swin" or (kind == "string" and head.startswith(b"\x00SW")):
+        return "moving"
+    if kind == "string":
+        return "fixed"
+    return "list" if kind == "list" else None
+
+
+def _mismatch_error(
+    error: CellError, key: str, wanted: str, kind: Any, head: Any
+) -> WrongTypeError:
+    """The error for a strategy used on a key another strategy wrote."""
+    holder = _holder(kind, head)
+    if holder == "list":
+        return WrongTypeError(f"{error.message} ({key}{MIGRATION})")
+    if holder is None or holder == wanted:
+        return WrongTypeError(f"{error.message} ({key})")
+    return WrongTypeError(
+        f"WRONGTYPE key {key} holds {_HOLDS[holder]}; a {wanted} window cannot use it: "
+        "use another key prefix (the storage's key_prefix) for one of the two limits, "
+        "or delete the key"
+    )
+
+
+def _wrong_type(error: Exception) -> CellError | None:
+    """The typed WRONGTYPE of a call, or None for any other error. A value
+    that is no integer (the twin's window read as a fixed window's counter)
+    is one too."""
+    if isinstance(error, ValueError):
+        return WrongTypeError(f"WRONGTYPE the key holds no fixed window counter ({error})")
+    converted = typed(error)
+    return converted if isinstance(converted, WrongTypeError) else None
 
 
 def _uri(uri: str) -> tuple[str, str | None]:
@@ -122,22 +185,37 @@ class _CellSync:
         connection: Any = self.get_connection()  # type: ignore[attr-defined]
         self._cell = Cell(connection, self._engine_choice)
         self._sliding = connection.register_script(_SLIDING)
+        self._lower = connection.register_script(_LOWER)
         # limits' reset script, which clears keys by prefix.
         super().initialize_storage(_uri)  # type: ignore[misc]
+
+    def _mismatch(self, error: CellError, key: str, wanted: str) -> WrongTypeError:
+        connection: Any = self.get_connection()  # type: ignore[attr-defined]
+        try:
+            kind = connection.type(key)
+            head = connection.getrange(key, 0, 2) if _holder(kind, b"") == "fixed" else b""
+        except Exception:
+            return WrongTypeError(f"{error.message} ({key})")
+        return _mismatch_error(error, key, wanted, kind, head)
 
     def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
         if amount > limit:
             return False
         key = self.prefixed_key(key)
         try:
-            return not self._cell.sw_allow(key, limit, expiry, amount).limited
+            # A negative cost: allowed, nothing recorded (a peek that keeps
+            # the key's type checked), as limits' own moving window answers.
+            return not self._cell.sw_allow(key, limit, expiry, max(amount, 0)).limited
         except WrongTypeError as error:
-            raise WrongTypeError(f"{error.message} ({key}{MIGRATION})") from error
+            raise self._mismatch(error, key, "moving") from error
 
     def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
         key = self.prefixed_key(key)
         now = time.time()
-        last = self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+        try:
+            last = self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+        except WrongTypeError as error:
+            raise self._mismatch(error, key, "moving") from error
         used = UNBOUNDED - last.remaining
         if used <= 0:
             return now, 0
@@ -145,8 +223,38 @@ class _CellSync:
         return _window_start(now, expiry, used, last, oldest), used
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        decision = self._cell.fw_incr(self.prefixed_key(key), UNBOUNDED, expiry, amount)
-        return UNBOUNDED - decision.remaining
+        key = self.prefixed_key(key)
+        try:
+            if amount < 0:
+                return int(self._lower(keys=[key], args=[amount, expiry]))
+            return UNBOUNDED - self._cell.fw_incr(key, UNBOUNDED, expiry, amount).remaining
+        except Exception as error:
+            wrong = _wrong_type(error)
+            if wrong is None:
+                raise
+            raise self._mismatch(wrong, key, "fixed") from error
+
+    def get(self, key: str) -> int:
+        try:
+            return int(super().get(key))  # type: ignore[misc]
+        except Exception as error:
+            wrong = _wrong_type(error)
+            if wrong is None:
+                raise
+            raise self._mismatch(wrong, self.prefixed_key(key), "fixed") from error
+
+    def check(self) -> bool:
+        """limits' check (PING), then one read through the engine: False when
+        the server cannot answer the strategies (the module gone, the twin's
+        library missing and not loadable), as limits' storages answer False
+        when their server cannot."""
+        try:
+            if not super().check():  # type: ignore[misc]
+                return False
+            self._cell.fw_peek(self.prefixed_key(CHECK_KEY), UNBOUNDED, 1)
+            return True
+        except Exception:
+            return False
 
     def acquire_sliding_window_entry(
         self, key: str, limit: int, expiry: int, amount: int = 1
@@ -217,20 +325,35 @@ class _CellAsync:
         connection = self.bridge.get_connection()
         self._cell = AsyncCell(connection, self._engine_choice)
         self._sliding = connection.register_script(_SLIDING)
+        self._lower = connection.register_script(_LOWER)
+
+    async def _mismatch(self, error: CellError, key: str, wanted: str) -> WrongTypeError:
+        connection = self.bridge.get_connection()
+        try:
+            kind = await connection.type(key)
+            fixed = _holder(kind, b"") == "fixed"
+            head = await connection.getrange(key, 0, 2) if fixed else b""
+        except Exception:
+            return WrongTypeError(f"{error.message} ({key})")
+        return _mismatch_error(error, key, wanted, kind, head)
 
     async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
         if amount > limit:
             return False
         key = self.bridge.prefixed_key(key)
         try:
-            return not (await self._cell.sw_allow(key, limit, expiry, amount)).limited
+            # A negative cost: allowed, nothing recorded; see _CellSync.
+            return not (await self._cell.sw_allow(key, limit, expiry, max(amount, 0))).limited
         except WrongTypeError as error:
-            raise WrongTypeError(f"{error.message} ({key}{MIGRATION})") from error
+            raise await self._mismatch(error, key, "moving") from error
 
     async def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
         key = self.bridge.prefixed_key(key)
         now = time.time()
-        last = await self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+        try:
+            last = await self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+        except WrongTypeError as error:
+            raise await self._mismatch(error, key, "moving") from error
         used = UNBOUNDED - last.remaining
         if used <= 0:
             return now, 0
@@ -238,10 +361,36 @@ class _CellAsync:
         return _window_start(now, expiry, used, last, oldest), used
 
     async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        decision = await self._cell.fw_incr(
-            self.bridge.prefixed_key(key), UNBOUNDED, expiry, amount
-        )
-        return UNBOUNDED - decision.remaining
+        key = self.bridge.prefixed_key(key)
+        try:
+            if amount < 0:
+                return int(await self._lower(keys=[key], args=[amount, expiry]))
+            decision = await self._cell.fw_incr(key, UNBOUNDED, expiry, amount)
+            return UNBOUNDED - decision.remaining
+        except Exception as error:
+            wrong = _wrong_type(error)
+            if wrong is None:
+                raise
+            raise await self._mismatch(wrong, key, "fixed") from error
+
+    async def get(self, key: str) -> int:
+        try:
+            return int(await super().get(key))  # type: ignore[misc]
+        except Exception as error:
+            wrong = _wrong_type(error)
+            if wrong is None:
+                raise
+            raise await self._mismatch(wrong, self.bridge.prefixed_key(key), "fixed") from error
+
+    async def check(self) -> bool:
+        """See ``_CellSync.check``."""
+        try:
+            if not await super().check():  # type: ignore[misc]
+                return False
+            await self._cell.fw_peek(self.bridge.prefixed_key(CHECK_KEY), UNBOUNDED, 1)
+            return True
+        except Exception:
+            return False
 
     async def acquire_sliding_window_entry(
         self, key: str, limit: int, expiry: int, amount: int = 1

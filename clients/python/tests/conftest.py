@@ -4,9 +4,11 @@ in CELL_* variables); without them every test errors, never skips."""
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -80,3 +82,26 @@ def cluster() -> Iterator[redis.cluster.RedisCluster]:
     r = redis.cluster.RedisCluster("127.0.0.1", port)
     yield r
     r.close()
+
+
+def servers() -> Any:
+    """The harness's server helpers (``harness/servers.py``)."""
+    harness = str(Path(__file__).resolve().parents[1] / "harness")
+    if harness not in sys.path:
+        sys.path.insert(0, harness)
+    import servers
+
+    return servers
+
+
+def server_binary() -> str:
+    return _env("CELL_SERVER_BINARY")
+
+
+@pytest.fixture
+def bare(tmp_path: Path) -> Iterator[Any]:
+    """A server of this run's binary without the module, on a free loopback
+    port, for tests that flush, restart or deny it; stopped after the test."""
+    (server,) = servers().start(server_binary(), 1, tmp_path, None, cluster=False)
+    yield server
+    server.stop()

@@ -1,0 +1,337 @@
+"""A server that lost the twin's library (FUNCTION FLUSH, a restart without
+persistence) or never had the module: the clients load the library again and
+answer, or raise the error of that failure; the storages' ``check()`` says
+whether the server can answer. Each test starts its own server (``bare``)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio
+import redis.cluster
+from limits import RateLimitItemPerMinute
+from limits.storage import storage_from_string
+from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+
+import redis_cell.limits  # noqa: F401
+from redis_cell import (
+    ArgumentError,
+    AsyncCell,
+    Cell,
+    Decision,
+    Engine,
+    EngineNotFoundError,
+    LibraryNotLoadedError,
+    ModuleNotLoadedError,
+)
+
+from .conftest import _env, server_binary, servers, twin_engine
+
+FRESH = Decision(False, 2, 1, -1, 60)
+
+# The twin's engine on this run's servers: "eval" where there are no functions.
+needs_functions = pytest.mark.skipif(
+    twin_engine() != "functions", reason="no functions on this server (Redis 6.2)"
+)
+
+
+def _functions(server: Any) -> bool:
+    return bool(servers().has_functions(server))
+
+
+def _library(client: redis.Redis) -> list[Any]:
+    return list(client.execute_command("FUNCTION LIST", "LIBRARYNAME", "redis_cell"))
+
+
+def _sync_clients(port: int) -> list[Any]:
+    import valkey
+
+    return [redis.Redis("127.0.0.1", port), valkey.Valkey("127.0.0.1", port)]
+
+
+def _async_clients(port: int) -> list[Any]:
+    import coredis
+    import valkey.asyncio
+
+    return [
+        redis.asyncio.Redis(host="127.0.0.1", port=port),
+        valkey.asyncio.Valkey(host="127.0.0.1", port=port),
+        coredis.Redis(host="127.0.0.1", port=port),
+    ]
+
+
+async def _aclose(client: Any) -> None:
+    if hasattr(client, "aclose"):
+        await client.aclose()
+    else:
+        client.connection_pool.disconnect()
+
+
+def test_function_flush_then_a_call_reloads_the_library(bare: Any) -> None:
+    if not _functions(bare):
+        # Redis 6.2: no functions at all; the engine says so with its own class.
+        for client in _sync_clients(bare.port):
+            with pytest.raises(LibraryNotLoadedError, match="FCALL"):
+                Cell(client, engine="functions").throttle("k", 1, 1, 60)
+            client.close()
+        return
+    for client in _sync_clients(bare.port):
+        key = f"t:{uuid.uuid4().hex}"
+        cell = Cell(client)
+        cell.load_functions()
+        assert cell.throttle(key + ":a", 1, 1, 60) == FRESH
+        bare.client.execute_command("FUNCTION FLUSH")
+        assert cell.throttle(key, 1, 1, 60) == FRESH
+        assert cell.throttle(key, 1, 1, 60).remaining == 0
+        assert _library(bare.client)
+        # A client that never loaded it, told to use the functions: the same.
+        bare.client.execute_command("FUNCTION FLUSH")
+        assert Cell(client, engine="functions").sw_allow(key + ":s", 2, 60).remaining == 1
+        client.close()
+
+
+async def test_function_flush_then_an_async_call_reloads_the_library(bare: Any) -> None:
+    if not _functions(bare):
+        for client in _async_clients(bare.port):
+            with pytest.raises(LibraryNotLoadedError, match="FCALL"):
+                await AsyncCell(client, engine="functions").throttle("k", 1, 1, 60)
+            await _aclose(client)
+        return
+    for client in _async_clients(bare.port):
+        key = f"t:{uuid.uuid4().hex}"
+        cell = AsyncCell(client)
+        await cell.load_functions()
+        assert await cell.throttle(key + ":a", 1, 1, 60) == FRESH
+        bare.client.execute_command("FUNCTION FLUSH")
+        assert await cell.throttle(key, 1, 1, 60) == FRESH
+        assert (await cell.fw_incr(key + ":f", 3, 60)).remaining == 2
+        assert _library(bare.client), type(client)
+        await _aclose(client)
+
+
+@needs_functions
+def test_clients_reloading_at_once_all_succeed(bare: Any) -> None:
+    """FUNCTION LOAD REPLACE: a second load replaces the first, it never fails
+    as "library already exists"."""
+    Cell(bare.client).load_functions()
+    bare.client.execute_command("FUNCTION FLUSH")
+    key = f"t:{uuid.uuid4().hex}"
+    results: list[Any] = []
+    start = threading.Barrier(8)
+
+    def call() -> None:
+        client = redis.Redis("127.0.0.1", bare.port)
+        cell = Cell(client, engine="functions")
+        start.wait()
+        try:
+            results.append(cell.sw_allow(key, 100, 60))
+        except Exception as error:
+            results.append(error)
+        client.close()
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(isinstance(r, Decision) for r in results), results
+    assert sorted(r.remaining for r in results) == list(range(92, 100))
+
+    async def many() -> list[Decision]:
+        bare.client.execute_command("FUNCTION FLUSH")
+        client = redis.asyncio.Redis(host="127.0.0.1", port=bare.port)
+        cell = AsyncCell(client, engine="functions")
+        out = await asyncio.gather(*(cell.fw_incr(key + ":f", 100, 60) for _ in range(10)))
+        await client.aclose()
+        return list(out)
+
+    assert sorted(d.remaining for d in asyncio.run(many())) == list(range(90, 100))
+
+
+def _commandstats(client: redis.Redis, name: str) -> dict[str, int]:
+    stats: Any = client.info("commandstats")
+    entry = stats.get(f"cmdstat_{name}", {})
+    return {k: int(v) for k, v in entry.items() if k in ("calls", "rejected_calls")}
+
+
+@needs_functions
+def test_a_library_that_cannot_be_loaded_raises_once(bare: Any) -> None:
+    """An ACL user that may call the functions but not load them: the error
+    of its own class, after one load attempt per call, not a loop."""
+    Cell(bare.client).load_functions()
+    bare.client.execute_command("ACL SETUSER", "app", "on", ">pw", "~*", "+@all", "-function|load")
+    bare.client.execute_command("FUNCTION FLUSH")
+    client = redis.Redis("127.0.0.1", bare.port, username="app", password="pw")
+    cell = Cell(client, engine="functions")
+    before = _commandstats(bare.client, "function|load").get("rejected_calls", 0)
+    with pytest.raises(LibraryNotLoadedError) as error:
+        cell.throttle("k", 1, 1, 60)
+    assert isinstance(error.value, EngineNotFoundError)
+    assert error.value.message.startswith("ERR Function not found: the server has lost")
+    assert "NOPERM" in error.value.message or "permission" in error.value.message
+    after = _commandstats(bare.client, "function|load").get("rejected_calls", 0)
+    assert after - before == 1
+    uri = f"rediscell://app:pw@127.0.0.1:{bare.port}?engine=functions"
+    storage = storage_from_string(uri)
+    assert storage.check() is False
+    with pytest.raises(LibraryNotLoadedError):
+        FixedWindowRateLimiter(storage).hit(RateLimitItemPerMinute(1), "x")
+    # Loaded again by a user who may: the same storage answers.
+    Cell(bare.client).load_functions()
+    assert storage.check() is True
+    assert FixedWindowRateLimiter(storage).hit(RateLimitItemPerMinute(1), "x")
+    client.close()
+
+
+def _restart(server: Any, root: Path) -> Any:
+    """The same port, a new process: without persistence, nothing is kept."""
+    server.stop()
+    again = servers().Server(server_binary(), server.port, root, None, cluster=False)
+    again.wait()
+    return again
+
+
+def test_a_restart_without_persistence_then_a_call_succeeds(bare: Any, tmp_path: Path) -> None:
+    # Redis 6.2: the EVAL engine, whose script the restart drops too.
+    engine = Engine.FUNCTIONS if _functions(bare) else Engine.EVAL
+    if engine is Engine.FUNCTIONS:
+        Cell(bare.client).load_functions()
+    port = bare.port
+    sync_client = redis.Redis("127.0.0.1", port)
+    cell = Cell(sync_client, engine=engine)
+    storage = storage_from_string(f"rediscell://127.0.0.1:{port}?engine={engine.value}")
+    item = RateLimitItemPerMinute(2)
+    key = f"t:{uuid.uuid4().hex}"
+    assert cell.throttle(key, 1, 1, 60) == FRESH
+    assert MovingWindowRateLimiter(storage).hit(item, key)
+    assert storage.check()
+
+    async def async_call(client: redis.asyncio.Redis) -> Decision:
+        return await AsyncCell(client, engine=engine).fw_incr(key, 2, 60)
+
+    async def twice() -> list[Decision]:
+        client = redis.asyncio.Redis(host="127.0.0.1", port=port)
+        first = await async_call(client)
+        nonlocal server
+        server = _restart(server, tmp_path / "again")
+        second = await async_call(client)
+        await client.aclose()
+        return [first, second]
+
+    server = _restart(bare, tmp_path / "again")
+    try:
+        if engine is Engine.FUNCTIONS:
+            assert not _library(server.client)
+        assert storage.check()
+        assert MovingWindowRateLimiter(storage).hit(item, key)
+        server = _restart(server, tmp_path / "again")
+        assert cell.throttle(key, 1, 1, 60) == FRESH
+        server = _restart(server, tmp_path / "again")
+        first, second = asyncio.run(twice())
+        assert first.remaining == 1 and second.remaining == 1
+    finally:
+        server.stop()
+        sync_client.close()
+
+
+def test_a_server_without_the_module(bare: Any) -> None:
+    """The module engine where the module is not loaded: EngineNotFoundError's
+    ModuleNotLoadedError with the server's text, not a bad-arguments error."""
+    for client in _sync_clients(bare.port):
+        with pytest.raises(ModuleNotLoadedError) as error:
+            Cell(client, engine="module").sw_allow("k", 1, 60)
+        assert isinstance(error.value, EngineNotFoundError)
+        assert not isinstance(error.value, ArgumentError)
+        assert error.value.message.startswith("ERR unknown command")
+        assert "SW.ALLOW" in error.value.message
+        client.close()
+
+    async def run() -> None:
+        for client in _async_clients(bare.port):
+            with pytest.raises(ModuleNotLoadedError, match=r"CL\.THROTTLE"):
+                await AsyncCell(client, engine="module").throttle("k", 1, 1, 60)
+            await _aclose(client)
+
+    asyncio.run(run())
+    storage = storage_from_string(f"rediscell://127.0.0.1:{bare.port}?engine=module")
+    assert storage.check() is False
+    with pytest.raises(ModuleNotLoadedError):
+        MovingWindowRateLimiter(storage).hit(RateLimitItemPerMinute(1), "x")
+    # Detected: neither engine there (no library loaded on this server).
+    detected = storage_from_string(f"rediscell://127.0.0.1:{bare.port}")
+    assert detected.check() is False
+    with pytest.raises(EngineNotFoundError, match="load_functions"):
+        FixedWindowRateLimiter(detected).hit(RateLimitItemPerMinute(1), "x")
+
+
+@pytest.mark.parametrize("implementation", ["redispy", "coredis", "valkey"])
+async def test_async_check_says_the_truth(implementation: str, bare: Any) -> None:
+    ours = f"async+rediscell://127.0.0.1:{_env('CELL_MODULE_PORT')}"
+    healthy = storage_from_string(ours, implementation=implementation)
+    assert await healthy.check() is True
+    uri = f"async+rediscell://127.0.0.1:{bare.port}?engine=module"
+    storage = storage_from_string(uri, implementation=implementation)
+    assert await storage.check() is False
+    if _functions(bare):
+        Cell(bare.client).load_functions()
+        bare.client.execute_command("FUNCTION FLUSH")
+        uri = f"async+rediscell://127.0.0.1:{bare.port}?engine=functions"
+        functions = storage_from_string(uri, implementation=implementation)
+        # Not loaded, but loadable: check() loads it and answers True.
+        assert await functions.check() is True
+        assert _library(bare.client)
+    bare.stop()
+    assert await healthy.check() is True
+    down = storage_from_string(
+        f"async+rediscell://127.0.0.1:{bare.port}?engine=module", implementation=implementation
+    )
+    assert await down.check() is False
+
+
+def test_check_is_false_when_the_server_is_down(bare: Any) -> None:
+    storage = storage_from_string(f"rediscell://127.0.0.1:{bare.port}?engine=module")
+    bare.stop()
+    assert storage.check() is False
+
+
+def _node_of(cluster: redis.cluster.RedisCluster, key: str) -> redis.Redis:
+    node = cluster.get_node_from_key(key)
+    return redis.Redis(node.host, node.port)
+
+
+@needs_functions
+def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster) -> None:
+    """The functions engine on a cluster (the module's, told to use the
+    twin): the node a key lives on flushes its library; the call on that key
+    loads it there again and succeeds, sync and asyncio."""
+    cell = Cell(cluster, engine="functions")
+    cell.load_functions()
+    try:
+        # One hash tag: every key below lives on the node that flushes.
+        key = f"{{t:{uuid.uuid4().hex}}}"
+        assert cell.throttle(key + ":a", 1, 1, 60) == FRESH
+        node = _node_of(cluster, key)
+        node.execute_command("FUNCTION FLUSH")
+        assert cell.throttle(key, 1, 1, 60) == FRESH
+        assert _library(node)
+        node.execute_command("FUNCTION FLUSH")
+
+        async def run() -> Decision:
+            port = int(_env("CELL_CLUSTER_PORTS").split(",")[0])
+            client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port)
+            decision = await AsyncCell(client, engine="functions").fw_incr(key + ":f", 2, 60)
+            await client.aclose()
+            return decision
+
+        assert asyncio.run(run()).remaining == 1
+        assert _library(node)
+        node.close()
+    finally:
+        # The cluster is the module's: leave it without the library, as found.
+        cluster.execute_command("FUNCTION FLUSH", target_nodes=redis.cluster.RedisCluster.PRIMARIES)
