@@ -1,0 +1,177 @@
+"""Negative costs, side by side with limits' own Redis storage, and a key
+that one strategy wrote used by another."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import Any
+
+import pytest
+from limits import RateLimitItemPerMinute
+from limits.aio import strategies as aio_strategies
+from limits.storage import RedisStorage, storage_from_string
+from limits.strategies import (
+    FixedWindowRateLimiter,
+    MovingWindowRateLimiter,
+    SlidingWindowCounterRateLimiter,
+)
+
+import redis_cell.limits  # noqa: F401
+from redis_cell import WrongTypeError
+
+from .conftest import twin_engine
+
+STRATEGIES = {
+    "moving": MovingWindowRateLimiter,
+    "fixed": FixedWindowRateLimiter,
+    "sliding": SlidingWindowCounterRateLimiter,
+}
+ASYNC_STRATEGIES = {
+    "moving": aio_strategies.MovingWindowRateLimiter,
+    "fixed": aio_strategies.FixedWindowRateLimiter,
+    "sliding": aio_strategies.SlidingWindowCounterRateLimiter,
+}
+
+# Refunds of one and of more than was counted, from an absent key too, then
+# hits up to and past the limit: every way a negative cost meets the count.
+COSTS = [-1, 1, 1, -1, -1, 2, 3, 1, 1, -3, 1, 1, 1, 1, -10, 5, 2, 0, 7]
+
+
+def _server(engine: str) -> tuple[str, str]:
+    """The port of the server and our URI's query for ``engine``: the module's
+    server, or the twin's (its functions, or the EVAL script)."""
+    if engine == "module":
+        return os.environ["CELL_MODULE_PORT"], ""
+    port = os.environ["CELL_TWIN_PORT"]
+    return port, "?engine=eval" if twin_engine() == "eval" else ""
+
+
+def _observe(limiter: Any, item: Any, key: str, cost: int) -> tuple[Any, ...]:
+    hit = limiter.hit(item, key, cost=cost)
+    stats = limiter.get_window_stats(item, key)
+    return hit, limiter.test(item, key), limiter.test(item, key, cost=-1), stats.remaining
+
+
+async def _observe_async(limiter: Any, item: Any, key: str, cost: int) -> tuple[Any, ...]:
+    hit = await limiter.hit(item, key, cost=cost)
+    stats = await limiter.get_window_stats(item, key)
+    test = await limiter.test(item, key)
+    return hit, test, await limiter.test(item, key, cost=-1), stats.remaining
+
+
+@pytest.mark.parametrize("engine", ["module", "twin"])
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+def test_negative_costs_as_limits_own_storage(strategy: str, engine: str) -> None:
+    port, query = _server(engine)
+    theirs = RedisStorage(f"redis://127.0.0.1:{port}")
+    ours = storage_from_string(f"rediscell://127.0.0.1:{port}{query}")
+    item = RateLimitItemPerMinute(5)
+    key = uuid.uuid4().hex
+    expected = [_observe(STRATEGIES[strategy](theirs), item, key + ":theirs", c) for c in COSTS]
+    got = [_observe(STRATEGIES[strategy](ours), item, key + ":ours", c) for c in COSTS]
+    assert got == expected
+    # The fixed window's counter is limits' own, negative values too, and
+    # its window's end is set as limits sets it.
+    if strategy == "fixed":
+        conn = theirs.get_connection()
+        mine, other = (f"LIMITS:{item.key_for(key + side)}" for side in (":ours", ":theirs"))
+        assert conn.get(mine) == conn.get(other)
+        assert abs(conn.ttl(mine) - conn.ttl(other)) <= 1
+
+
+@pytest.mark.parametrize("strategy", sorted(STRATEGIES))
+@pytest.mark.parametrize("implementation", ["coredis", "redispy"])
+async def test_async_negative_costs_as_limits_own_storage(
+    strategy: str, implementation: str
+) -> None:
+    port = os.environ["CELL_MODULE_PORT"]
+    theirs = storage_from_string(f"async+redis://127.0.0.1:{port}", implementation=implementation)
+    ours = storage_from_string(f"async+rediscell://127.0.0.1:{port}", implementation=implementation)
+    item = RateLimitItemPerMinute(5)
+    key = uuid.uuid4().hex
+    limiter = ASYNC_STRATEGIES[strategy]
+    expected = [await _observe_async(limiter(theirs), item, key + ":t", c) for c in COSTS]
+    got = [await _observe_async(limiter(ours), item, key + ":o", c) for c in COSTS]
+    assert got == expected
+
+
+def _message(key: str, holds: str, wanted: str) -> str:
+    return (
+        f"WRONGTYPE key LIMITS:{key} holds {holds}; a {wanted} window cannot use it: "
+        "use another key prefix (the storage's key_prefix) for one of the two limits, "
+        "or delete the key"
+    )
+
+
+FIXED = "a fixed window counter (limits' fixed-window strategy)"
+MOVING = "a moving window log (limits' moving-window strategy)"
+
+
+@pytest.mark.parametrize("engine", ["module", "twin"])
+def test_a_strategy_switch_names_the_key_and_the_fix(engine: str) -> None:
+    port, query = _server(engine)
+    storage = storage_from_string(f"rediscell://127.0.0.1:{port}{query}")
+    item = RateLimitItemPerMinute(5)
+    fixed, moving = FixedWindowRateLimiter(storage), MovingWindowRateLimiter(storage)
+    sliding = SlidingWindowCounterRateLimiter(storage)
+
+    key = uuid.uuid4().hex
+    assert fixed.hit(item, key)
+    for call in (
+        lambda: moving.hit(item, key),
+        lambda: moving.test(item, key),
+        lambda: moving.get_window_stats(item, key),
+    ):
+        with pytest.raises(WrongTypeError) as error:
+            call()
+        assert error.value.message == _message(item.key_for(key), FIXED, "moving")
+
+    key = uuid.uuid4().hex
+    assert moving.hit(item, key)
+    for call in (
+        lambda: fixed.hit(item, key),
+        lambda: fixed.test(item, key),
+        lambda: fixed.get_window_stats(item, key),
+    ):
+        with pytest.raises(WrongTypeError) as error:
+            call()
+        assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
+
+    # The sliding window counter keeps its own two keys, beside either.
+    assert sliding.hit(item, key) and moving.hit(item, key)
+    assert sliding.get_window_stats(item, key).remaining == 4
+
+
+@pytest.mark.parametrize("implementation", ["coredis", "redispy", "valkey"])
+async def test_async_strategy_switch_names_the_key_and_the_fix(implementation: str) -> None:
+    uri = f"async+rediscell://127.0.0.1:{os.environ['CELL_MODULE_PORT']}"
+    storage = storage_from_string(uri, implementation=implementation)
+    item = RateLimitItemPerMinute(5)
+    fixed = aio_strategies.FixedWindowRateLimiter(storage)
+    moving = aio_strategies.MovingWindowRateLimiter(storage)
+    key = uuid.uuid4().hex
+    assert await fixed.hit(item, key)
+    with pytest.raises(WrongTypeError) as error:
+        await moving.hit(item, key)
+    assert error.value.message == _message(item.key_for(key), FIXED, "moving")
+    key = uuid.uuid4().hex
+    assert await moving.hit(item, key)
+    with pytest.raises(WrongTypeError) as error:
+        await fixed.hit(item, key)
+    assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
+    with pytest.raises(WrongTypeError) as error:
+        await fixed.get_window_stats(item, key)
+    assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
+
+
+def test_limits_own_moving_window_list_names_the_migration() -> None:
+    """A list of limits' own moving window met by our fixed window too."""
+    port = os.environ["CELL_MODULE_PORT"]
+    theirs = RedisStorage(f"redis://127.0.0.1:{port}")
+    ours = storage_from_string(f"rediscell://127.0.0.1:{port}")
+    item = RateLimitItemPerMinute(5)
+    key = uuid.uuid4().hex
+    assert MovingWindowRateLimiter(theirs).hit(item, key)
+    with pytest.raises(WrongTypeError, match="Migrating"):
+        FixedWindowRateLimiter(ours).hit(item, key)
