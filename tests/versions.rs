@@ -102,3 +102,90 @@ fn command_docs_since_is_the_cargo_version() {
         assert_eq!(since.as_deref(), Some(env!("CARGO_PKG_VERSION")), "{name}");
     }
 }
+
+/// `s` with every field's value blanked: what is left is the line's shape
+/// (the fields it names, in order), which is the same on every server.
+fn shape(line: &str) -> String {
+    line.split("; ")
+        .map(|part| match part.rsplit_once(": ") {
+            Some((name, _)) => format!("{name}: _"),
+            None => match part.split_once(" loaded on server ") {
+                Some((who, _)) => format!("{who} loaded on server _"),
+                None => part.to_string(),
+            },
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[test]
+fn the_readmes_load_log_is_the_line_a_server_prints() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let shown = readme
+        .lines()
+        .find_map(|l| l.strip_prefix("<redis-cell> "))
+        .expect("README.md shows the load log line");
+    let s = Server::start();
+    let log = s.log();
+    let printed = log
+        .lines()
+        .filter_map(|l| l.split_once("<redis-cell> ").map(|(_, rest)| rest))
+        .find(|rest| rest.starts_with("redis-cell "))
+        .unwrap_or_else(|| panic!("no load line in the log:\n{log}"));
+    assert_eq!(
+        shape(shown),
+        shape(printed),
+        "README.md's load line has other fields"
+    );
+    assert!(
+        shown.starts_with(&format!("redis-cell {} loaded", env!("CARGO_PKG_VERSION"))),
+        "README.md's load line names another version: {shown}"
+    );
+    // On the server the README names, the line is the same to the letter.
+    let server_of = |l: &str| {
+        l.split_once(" loaded on server ")
+            .and_then(|(_, r)| r.split(';').next())
+            .map(str::to_string)
+    };
+    if server_of(shown) == server_of(printed) {
+        assert_eq!(shown, printed);
+    }
+}
+
+/// The Python and Node packages carry the workspace's version (written by
+/// `scripts/version set`); a release of one is a release of all.
+#[test]
+fn every_deliverable_carries_the_one_version() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
+    let want = env!("CARGO_PKG_VERSION");
+    let pyproject = read("clients/python/pyproject.toml");
+    let py = pyproject
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .and_then(|v| v.strip_suffix('"'));
+    assert_eq!(py, Some(want), "clients/python/pyproject.toml");
+    for p in [
+        "clients/node/package.json",
+        "clients/node/package-lock.json",
+    ] {
+        let text = read(p);
+        let quoted = format!("\"version\": \"{want}\"");
+        // The package's own version is the first "version" of the file.
+        let first = text
+            .lines()
+            .find(|l| l.trim_start().starts_with("\"version\""));
+        assert_eq!(
+            first.map(|l| l.trim().trim_end_matches(',')),
+            Some(quoted.as_str()),
+            "{p}"
+        );
+    }
+    for p in ["core/Cargo.toml", "rls/Cargo.toml", "bench/Cargo.toml"] {
+        assert!(
+            read(p).contains("\nversion.workspace = true\n"),
+            "{p} takes the workspace's version"
+        );
+    }
+}
