@@ -327,3 +327,96 @@ fn the_examples_run_as_the_app_user_given_the_engine() {
         );
     }
 }
+
+/// The public commands, which the app recipes grant; anything else a README
+/// session calls (`CL.POLICY`, `CL.TOP`) is the operator's.
+const PUBLIC: &[&str] = &[
+    "CL.THROTTLE",
+    "CL.PEEK",
+    "CL.THROTTLEALL",
+    "CL.RESERVE",
+    "CL.REFUND",
+    "SW.ALLOW",
+    "SW.PEEK",
+    "SW.REFUND",
+    "FW.INCR",
+    "FW.PEEK",
+    "FW.REFUND",
+    "CC.ACQUIRE",
+    "CC.RELEASE",
+    "CC.RENEW",
+    "CC.PEEK",
+    "CL.LIMIT",
+];
+
+/// Every command the README shows typed (`> ...`, `$ redis-cli ...`), as
+/// words, its comment cut off.
+fn readme_calls() -> Vec<Vec<String>> {
+    readme()
+        .lines()
+        .filter_map(|l| {
+            l.strip_prefix("> ")
+                .or_else(|| l.strip_prefix("$ redis-cli "))
+        })
+        .map(|l| l.split(" #").next().unwrap_or(l))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+fn refused_by_acl(e: &str) -> bool {
+    e.starts_with("NOPERM")
+        || e.contains("ACL failure")
+        || e.contains("The user executing the script can't run this command")
+}
+
+/// Each call of the README, as its recipe's user: the module's calls as the
+/// module recipe's, the twin's (`FCALL`) as the functions recipe's, each in
+/// the README's order; the operator's commands as the administrator.
+#[test]
+fn every_call_of_the_readme_runs_as_the_recipes_user() {
+    let calls = readme_calls();
+    let (twin, module): (Vec<_>, Vec<_>) = calls
+        .iter()
+        .filter(|w| !w.is_empty())
+        .partition(|w| w[0].to_uppercase().starts_with("FCALL"));
+    assert!(module.len() >= 20 && twin.len() >= 5, "{module:?} {twin:?}");
+
+    let s = Server::start();
+    let admin = &mut s.conn();
+    let app = &mut as_app(&s, &module_recipe());
+    let mut public = 0;
+    for words in &module {
+        let is_public = PUBLIC.contains(&words[0].to_uppercase().as_str());
+        let c: &mut redis::Connection = if is_public { app } else { admin };
+        public += usize::from(is_public);
+        let args: Vec<&[u8]> = words.iter().map(|w| w.as_bytes()).collect();
+        if let Err(e) = run(c, &args) {
+            assert!(!refused_by_acl(&e), "{words:?} as the app user: {e}");
+        }
+    }
+    assert!(public >= 15, "{public} public calls in the README");
+
+    let s = Server::with(Options {
+        without_module: true,
+        ..Options::default()
+    });
+    let (setuser, sha) = match twin::Twin::load(&mut s.conn()) {
+        twin::Twin::Functions => (recipe("+fcall "), None),
+        twin::Twin::Eval { sha } => (recipe("+evalsha "), Some(sha)),
+    };
+    let app = &mut as_app(&s, &setuser);
+    for words in &twin {
+        let n: usize = words[2]
+            .parse()
+            .unwrap_or_else(|_| panic!("{words:?}: numkeys"));
+        let keys: Vec<&str> = words[3..3 + n].iter().map(String::as_str).collect();
+        let args = words[3 + n..].join(" ");
+        let reply = twin_call(&sha, &words[1], &keys, &args)
+            .query::<Value>(app)
+            .map_err(error_text);
+        assert!(
+            reply.is_ok(),
+            "{words:?} as the functions recipe's user: {reply:?}"
+        );
+    }
+}

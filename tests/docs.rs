@@ -79,7 +79,7 @@ fn every_example_and_every_documented_error_is_what_the_server_answers() {
                 Kind::Session(session) => {
                     counts.sessions += 1;
                     counts.commands += session.len();
-                    replay(&s, c, &name, block, session, &mut failures);
+                    replay(&s, c, &name, block, session, 0, &mut failures);
                 }
                 Kind::NotReplayed(reason) => counts
                     .not_replayed
@@ -142,6 +142,36 @@ fn every_example_and_every_documented_error_is_what_the_server_answers() {
         counts.not_replayed
     );
     assert!(counts.sessions > 30 && counts.errors > 100, "{counts:?}");
+}
+
+/// How long a person takes to type the next command of a walk-through.
+const TYPING: i64 = 1_500_000_000;
+
+/// The README's sessions are walk-throughs that people type: each one,
+/// replayed with [`TYPING`] between commands (and before a block that
+/// continues another), still answers what is printed.
+#[test]
+fn the_readmes_sessions_answer_the_same_when_typed_by_hand() {
+    let s = Server::start();
+    let c = &mut s.conn();
+    let mut failures = Vec::new();
+    let mut sessions = 0;
+    let name = "README.md";
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+    for block in &read_page(name, &text, &mut failures).blocks {
+        if let Kind::Session(session) = &block.kind {
+            sessions += 1;
+            replay(&s, c, name, block, session, TYPING, &mut failures);
+        }
+    }
+    assert!(sessions > 10, "{sessions} sessions in README.md");
+    assert!(
+        failures.is_empty(),
+        "{} of README.md's examples answer otherwise when typed {} s apart:\n\n{}",
+        failures.len(),
+        TYPING as f64 / 1e9,
+        failures.join("\n\n")
+    );
 }
 
 /// The fixed error texts of `src/error.rs` (`CmdError::Reply("...")`).
@@ -563,11 +593,16 @@ fn duration(text: &str) -> Result<i64, String> {
     Ok(n * unit)
 }
 
-/// The clock of the session being replayed, kept across `continues`.
-static NOW: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(T0);
+// The clock of the session being replayed, kept across `continues`; one
+// per thread, as the tests of this file replay on their own servers at once.
+thread_local! {
+    static NOW: std::cell::Cell<i64> = const { std::cell::Cell::new(T0) };
+    /// The instant the session (with the blocks continuing it) began.
+    static BEGAN: std::cell::Cell<i64> = const { std::cell::Cell::new(T0) };
+}
 
 fn set_clock(s: &Server, nanos: i64) {
-    NOW.store(nanos, std::sync::atomic::Ordering::Relaxed);
+    NOW.set(nanos);
     s.set_time(nanos);
     // Valkey 9 takes up to a millisecond to see a clock step.
     std::thread::sleep(std::time::Duration::from_millis(3));
@@ -589,6 +624,7 @@ fn fresh(s: &Server, c: &mut redis::Connection, at: i64) {
     }
     cmd(c, "CL.TOP RESET").unwrap();
     set_clock(s, at);
+    BEGAN.set(at);
 }
 
 fn replay(
@@ -597,19 +633,22 @@ fn replay(
     name: &str,
     block: &Block,
     session: &[Step],
+    pace: i64,
     failures: &mut Vec<String>,
 ) {
     match block.start {
         Start::At(at) => fresh(s, c, at),
-        Start::Continues(later) => {
-            set_clock(s, NOW.load(std::sync::atomic::Ordering::Relaxed) + later)
-        }
+        Start::Continues(later) => set_clock(s, NOW.get() + later),
     }
-    for step in session {
+    for (n, step) in session.iter().enumerate() {
+        if pace > 0 && (n > 0 || matches!(block.start, Start::Continues(_))) {
+            set_clock(s, NOW.get() + pace);
+        }
         let words: Vec<&[u8]> = step.words.iter().map(Vec::as_slice).collect();
         let got = render(&run(c, &words), &step.text);
         let want: Vec<String> = step.reply.clone();
-        if got != want {
+        let typed = pace > 0 && typed_alike(&want, &got, NOW.get() - BEGAN.get(), &step.text);
+        if got != want && !typed {
             failures.push(format!(
                 "{name}:{}: > {}\n  printed:\n    {}\n  answered:\n    {}",
                 step.line,
@@ -619,6 +658,38 @@ fn replay(
             ));
         }
     }
+}
+
+/// Whether `got`, answered `elapsed` ns into a session typed by hand, says
+/// what `want` (printed for a session at one instant) says: the same
+/// lines, except that a limiter's two times (`retry_after`, `reset_after`,
+/// lines 4 and 5 of its integers) may have run down by up to the time
+/// elapsed, in the reply's unit. `-1` ("no wait") stays `-1`.
+fn typed_alike(want: &[String], got: &[String], elapsed: i64, command: &str) -> bool {
+    let unit = if command
+        .split_whitespace()
+        .any(|w| w.eq_ignore_ascii_case("MS"))
+    {
+        1_000_000
+    } else {
+        1_000_000_000
+    };
+    let slack = (elapsed + unit - 1) / unit;
+    let int = |line: &str| -> Option<(String, i64)> {
+        let (head, n) = line.rsplit_once(" (integer) ")?;
+        Some((head.to_string(), n.trim().parse().ok()?))
+    };
+    want.len() == got.len()
+        && want.iter().zip(got).enumerate().all(|(i, (w, g))| {
+            w == g
+                || (i == 3 || i == 4)
+                    && match (int(w), int(g)) {
+                        (Some((wh, w)), Some((gh, g))) => {
+                            wh == gh && w != -1 && g != -1 && g <= w && g >= w - slack
+                        }
+                        _ => false,
+                    }
+        })
 }
 
 fn trigger(
