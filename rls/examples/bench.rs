@@ -123,6 +123,7 @@ async fn direct_round(redis_port: u16, n: usize, secs: f64, conc: usize, mode: M
                             key: plan::cache_key("", None, "bench", es, &l, now),
                             limit: l,
                             hits: 1,
+                            negative: false,
                         }
                     })
                     .collect();

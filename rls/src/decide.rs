@@ -147,26 +147,36 @@ pub fn judge(
         d.within_limit = hits;
         Code::Ok
     };
-    let remaining = if outcome.over {
-        0
-    } else {
-        u32::try_from(outcome.remaining).unwrap_or(u32::MAX)
-    };
+    let remaining = if outcome.over { 0 } else { outcome.remaining };
+    (limited_status(limit, outcome, code, remaining, now_secs), d)
+}
+
+fn limited_status(
+    limit: &RateLimit,
+    outcome: &Outcome,
+    code: Code,
+    remaining: u64,
+    now_secs: u64,
+) -> Status {
     let unit = limit.unit.unwrap_or(Unit::Second);
-    (
-        Status {
-            code,
-            current_limit: Some((limit.requests_per_unit, unit, limit.name.clone())),
-            limit_remaining: remaining,
-            duration_until_reset_secs: Some(match (limit.algorithm, outcome.reset_secs) {
-                (Algorithm::FixedWindow, _) | (_, None) => {
-                    reset_after(limit.window_seconds(), now_secs)
-                }
-                (_, Some(r)) => r,
-            }),
-        },
-        d,
-    )
+    Status {
+        code,
+        current_limit: Some((limit.requests_per_unit, unit, limit.name.clone())),
+        limit_remaining: u32::try_from(remaining).unwrap_or(u32::MAX),
+        duration_until_reset_secs: Some(match (limit.algorithm, outcome.reset_secs) {
+            (Algorithm::FixedWindow, _) | (_, None) => {
+                reset_after(limit.window_seconds(), now_secs)
+            }
+            (_, Some(r)) => r,
+        }),
+    }
+}
+
+/// A descriptor with `is_negative_hits`: its hits were given back. OK,
+/// with what is left after the refund; none of the limit's stats counts
+/// it (they count requests that take hits).
+pub fn judge_refund(limit: &RateLimit, outcome: &Outcome, now_secs: u64) -> Status {
+    limited_status(limit, outcome, Code::Ok, outcome.remaining, now_secs)
 }
 
 /// The statuses of a request whose descriptors are `checks`, given the
@@ -185,6 +195,7 @@ pub fn statuses(
             Check::NoLimit => statuses.push(Status::no_limit()),
             Check::Unlimited => statuses.push(Status::unlimited()),
             Check::Limit(l) => match outcomes.iter().find(|o| o.index == i) {
+                Some(o) if o.negative => statuses.push(judge_refund(l, o, now_secs)),
                 Some(o) => {
                     let (s, d) = judge(l, o, hits[i], near_ratio, now_secs);
                     statuses.push(s);

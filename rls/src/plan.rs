@@ -80,6 +80,14 @@ pub struct Charge {
     pub key: String,
     pub limit: RateLimit,
     pub hits: u64,
+    /// `is_negative_hits`: the hits are given back, not taken.
+    pub negative: bool,
+}
+
+/// The largest quantity sent in a command: what the module's counting
+/// limit holds (every limiter's quantity is at most `i64::MAX`).
+fn quantity(hits: u64) -> String {
+    hits.min(COUNTING_LIMIT as u64).to_string()
 }
 
 /// The limiter words of a charge, as `CL.THROTTLEALL` and the single
@@ -97,39 +105,50 @@ fn limiter_words(c: &Charge, counting: bool) -> (&'static str, Vec<String>) {
             ("FW", vec![limit, window, "ALIGN".into()])
         }
         Algorithm::SlidingWindow => ("SW", vec![rpu.to_string(), window]),
-        Algorithm::Gcra => {
-            let burst = if c.limit.burst > 0 {
-                c.limit.burst
-            } else {
-                rpu.saturating_sub(1)
-            };
-            ("GCRA", vec![burst.to_string(), rpu.to_string(), window])
-        }
+        Algorithm::Gcra => (
+            "GCRA",
+            vec![c.limit.max_burst().to_string(), rpu.to_string(), window],
+        ),
     }
 }
 
-fn single(c: &Charge, counting: bool, shadow: bool) -> Vec<String> {
-    let (kind, words) = limiter_words(c, counting);
-    let cmd = match kind {
-        "FW" => "FW.INCR",
-        "SW" => "SW.ALLOW",
-        _ => "CL.THROTTLE",
-    };
-    // FW's ALIGN is an option; the quantity goes after the positional words.
+/// A command with a quantity after the limiter's positional words (FW's
+/// `ALIGN` is an option, after it).
+fn with_quantity(cmd: &str, c: &Charge, counting: bool, q: u64) -> Vec<String> {
+    let (_, words) = limiter_words(c, counting);
     let mut out = vec![cmd.to_string(), c.key.clone()];
     let (pos, opts): (Vec<String>, Vec<String>) =
         words.into_iter().partition(|w| w.as_str() != "ALIGN");
     out.extend(pos);
-    out.push(c.hits.to_string());
+    out.push(quantity(q));
     out.extend(opts);
+    out
+}
+
+fn single(c: &Charge, counting: bool, shadow: bool) -> Vec<String> {
+    let cmd = match c.limit.algorithm {
+        Algorithm::FixedWindow => "FW.INCR",
+        Algorithm::SlidingWindow => "SW.ALLOW",
+        Algorithm::Gcra => "CL.THROTTLE",
+    };
+    let mut out = with_quantity(cmd, c, counting, c.hits);
     if shadow {
         out.push("SHADOW".into());
     }
     out
 }
 
-fn peek(c: &Charge) -> Vec<String> {
-    let (kind, words) = limiter_words(c, false);
+fn refund(c: &Charge, counting: bool, q: u64) -> Vec<String> {
+    let cmd = match c.limit.algorithm {
+        Algorithm::FixedWindow => "FW.REFUND",
+        Algorithm::SlidingWindow => "SW.REFUND",
+        Algorithm::Gcra => "CL.REFUND",
+    };
+    with_quantity(cmd, c, counting, q)
+}
+
+fn peek(c: &Charge, counting: bool) -> Vec<String> {
+    let (kind, words) = limiter_words(c, counting);
     let cmd = match kind {
         "FW" => "FW.PEEK",
         "SW" => "SW.PEEK",
@@ -154,6 +173,17 @@ pub struct Plan {
     steps: Vec<Step>,
 }
 
+/// Descriptors of one request that name the same key, charged as one
+/// limiter with their hits summed (`CL.THROTTLEALL` names a key once).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// The charge whose limit applies (the smallest, if they differ).
+    lead: usize,
+    /// Every charge of the key, in request order.
+    members: Vec<usize>,
+    hits: u64,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 enum Step {
     /// Reference mode, fixed window: one counting `FW.INCR`.
@@ -162,8 +192,16 @@ enum Step {
     Single { charge: usize },
     /// A shadow charge: a peek, then the command with `SHADOW`.
     Shadow { charge: usize },
-    /// `CL.THROTTLEALL` over the enforced charges, then a peek of each.
-    All { charges: Vec<usize> },
+    /// Hits the limiter can never take (more than it holds, or than the
+    /// counting limit): over without asking, a peek for the numbers.
+    Over { charge: usize, counting: bool },
+    /// `is_negative_hits`: a refund, answered with the state after it.
+    Refund { charge: usize, counting: bool },
+    /// `CL.THROTTLEALL` over the enforced charges, then a peek of each;
+    /// without `charged`, only the peeks (the request is refused).
+    All { held: Vec<Held>, charged: bool },
+    /// A refund of what an allowed `CL.THROTTLEALL` charged.
+    Undo { held: Held },
 }
 
 /// One descriptor's result: the counts before and after (as the stats
@@ -181,60 +219,165 @@ pub struct Outcome {
     /// The limiter's `reset_after` in seconds, when its reply has one
     /// (rolling windows and GCRA; a fixed window's is computed from the clock).
     pub reset_secs: Option<u64>,
+    /// A refund (`is_negative_hits`): OK, counted in no stat.
+    pub negative: bool,
 }
 
+/// All-or-nothing: the request's enforced charges, those naming one key
+/// merged into one.
+fn held(charges: &[Charge], enforced: &[usize]) -> Vec<Held> {
+    let mut out: Vec<Held> = Vec::new();
+    for &i in enforced {
+        match out
+            .iter_mut()
+            .find(|h| charges[h.lead].key == charges[i].key)
+        {
+            Some(h) => {
+                h.members.push(i);
+                h.hits = h.hits.saturating_add(charges[i].hits);
+                if charges[i].limit.capacity() < charges[h.lead].limit.capacity() {
+                    h.lead = i;
+                }
+            }
+            None => out.push(Held {
+                lead: i,
+                members: vec![i],
+                hits: charges[i].hits,
+            }),
+        }
+    }
+    out
+}
+
+fn enforced(charges: &[Charge], mode: Mode) -> Vec<usize> {
+    if mode != Mode::AllOrNothing {
+        return Vec::new();
+    }
+    (0..charges.len())
+        .filter(|&i| !charges[i].negative && !charges[i].limit.shadow_mode)
+        .collect()
+}
+
+/// Whether an all-or-nothing request must be refused before Redis: one of
+/// its limiters is asked for more than it can ever hold.
+pub fn never_fits(charges: &[Charge], mode: Mode) -> bool {
+    held(charges, &enforced(charges, mode))
+        .iter()
+        .any(|h| h.hits > charges[h.lead].limit.capacity())
+}
+
+/// The plan of a request's charges on one backend; in all-or-nothing mode
+/// refused before Redis when [`never_fits`] says so.
 pub fn plan(charges: &[Charge], mode: Mode) -> Plan {
+    plan_with(charges, mode, never_fits(charges, mode))
+}
+
+/// [`plan`], with all-or-nothing refusal decided by the caller (who sees
+/// the charges on every backend of the request).
+pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
     let mut commands = Vec::new();
     let mut steps = Vec::new();
     let mut ranges = Vec::new();
-    let mut enforced = Vec::new();
+    let mut push = |cmds: Vec<Vec<String>>, step: Step, commands: &mut Vec<Vec<String>>| {
+        ranges.push(commands.len()..commands.len() + cmds.len());
+        commands.extend(cmds);
+        steps.push(step);
+    };
     for (i, c) in charges.iter().enumerate() {
-        let shadow_here = c.limit.shadow_mode
-            && (mode == Mode::AllOrNothing || c.limit.algorithm != Algorithm::FixedWindow);
-        if shadow_here {
-            ranges.push(commands.len()..commands.len() + 2);
-            commands.push(peek(c));
-            commands.push(single(c, false, true));
-            steps.push(Step::Shadow { charge: i });
+        let counting = mode == Mode::Reference && c.limit.algorithm == Algorithm::FixedWindow;
+        let fits = c.hits <= c.limit.capacity();
+        if c.negative {
+            push(
+                vec![refund(c, counting, c.hits)],
+                Step::Refund {
+                    charge: i,
+                    counting,
+                },
+                &mut commands,
+            );
+        } else if c.limit.shadow_mode && !counting {
+            if fits {
+                push(
+                    vec![peek(c, false), single(c, false, true)],
+                    Step::Shadow { charge: i },
+                    &mut commands,
+                );
+            } else {
+                push(
+                    vec![peek(c, false)],
+                    Step::Over {
+                        charge: i,
+                        counting: false,
+                    },
+                    &mut commands,
+                );
+            }
         } else if mode == Mode::AllOrNothing {
-            enforced.push(i);
-        } else if c.limit.algorithm == Algorithm::FixedWindow {
-            ranges.push(commands.len()..commands.len() + 1);
-            commands.push(single(c, true, false));
-            steps.push(Step::Count { charge: i });
+            // Below, all together.
+        } else if counting && c.hits <= COUNTING_LIMIT as u64 {
+            push(
+                vec![single(c, true, false)],
+                Step::Count { charge: i },
+                &mut commands,
+            );
+        } else if !counting && fits {
+            push(
+                vec![single(c, false, false)],
+                Step::Single { charge: i },
+                &mut commands,
+            );
         } else {
-            ranges.push(commands.len()..commands.len() + 1);
-            commands.push(single(c, false, false));
-            steps.push(Step::Single { charge: i });
+            push(
+                vec![peek(c, counting)],
+                Step::Over {
+                    charge: i,
+                    counting,
+                },
+                &mut commands,
+            );
         }
     }
-    // CL.THROTTLEALL takes one quantity: descriptors with different hits
-    // (per-descriptor hits_addend) go in one call per quantity, each
-    // all-or-nothing, all in one MULTI.
-    let mut groups: Vec<(u64, Vec<usize>)> = Vec::new();
-    for &i in &enforced {
-        match groups.iter_mut().find(|(h, _)| *h == charges[i].hits) {
-            Some((_, g)) => g.push(i),
-            None => groups.push((charges[i].hits, vec![i])),
+    let all = held(charges, &enforced(charges, mode));
+    if refused && !all.is_empty() {
+        for h in &all {
+            commands.push(peek(&charges[h.lead], false));
         }
-    }
-    for (hits, group) in groups {
-        let mut cmd = vec!["CL.THROTTLEALL".to_string(), group.len().to_string()];
-        for &i in &group {
-            cmd.push(charges[i].key.clone());
+        steps.push(Step::All {
+            held: all,
+            charged: false,
+        });
+    } else {
+        // CL.THROTTLEALL takes one quantity: limiters with different hits
+        // go in one call per quantity; the caller gives back what the
+        // allowed calls took when another refuses ([`undo`]).
+        let mut by_hits: Vec<(u64, Vec<Held>)> = Vec::new();
+        for h in all {
+            match by_hits.iter_mut().find(|(q, _)| *q == h.hits) {
+                Some((_, g)) => g.push(h),
+                None => by_hits.push((h.hits, vec![h])),
+            }
         }
-        for &i in &group {
-            let (kind, words) = limiter_words(&charges[i], false);
-            cmd.push(kind.to_string());
-            cmd.extend(words);
+        for (hits, group) in by_hits {
+            let mut cmd = vec!["CL.THROTTLEALL".to_string(), group.len().to_string()];
+            for h in &group {
+                cmd.push(charges[h.lead].key.clone());
+            }
+            for h in &group {
+                let (kind, words) = limiter_words(&charges[h.lead], false);
+                cmd.push(kind.to_string());
+                cmd.extend(words);
+            }
+            cmd.push("QUANTITY".into());
+            cmd.push(quantity(hits));
+            commands.push(cmd);
+            for h in &group {
+                commands.push(peek(&charges[h.lead], false));
+            }
+            steps.push(Step::All {
+                held: group,
+                charged: true,
+            });
         }
-        cmd.push("QUANTITY".into());
-        cmd.push(hits.to_string());
-        commands.push(cmd);
-        for &i in &group {
-            commands.push(peek(&charges[i]));
-        }
-        steps.push(Step::All { charges: group });
     }
     Plan {
         all_or_nothing: mode == Mode::AllOrNothing,
@@ -242,6 +385,26 @@ pub fn plan(charges: &[Charge], mode: Mode) -> Plan {
         atomic: mode == Mode::AllOrNothing
             || steps.iter().any(|s| matches!(s, Step::Shadow { .. })),
         commands,
+        steps,
+    }
+}
+
+/// Gives back what allowed `CL.THROTTLEALL` calls of a refused request
+/// took: one refund of each limiter, by the hits it was charged.
+pub fn undo(charges: &[Charge], held: &[Held]) -> Plan {
+    let mut commands = Vec::new();
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for h in held {
+        groups.push(commands.len()..commands.len() + 1);
+        commands.push(refund(&charges[h.lead], false, h.hits));
+        steps.push(Step::Undo { held: h.clone() });
+    }
+    Plan {
+        commands,
+        atomic: true,
+        all_or_nothing: true,
+        groups,
         steps,
     }
 }
@@ -264,13 +427,29 @@ fn nonneg(x: i64) -> u64 {
     u64::try_from(x).unwrap_or(0)
 }
 
-/// Reads the replies (one list of integers per command, in order) into one
-/// outcome per charge, in the charges' order.
+/// What the replies of a plan say.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Interpreted {
+    /// One per charge, in the charges' order.
+    pub outcomes: Vec<Outcome>,
+    /// Whether an all-or-nothing step refused the request.
+    pub refused: bool,
+    /// What allowed `CL.THROTTLEALL` calls took (to give back with [`undo`]
+    /// when the request is refused elsewhere).
+    pub charged: Vec<Held>,
+}
+
+/// The count of a counting fixed window from its reply's `remaining`.
+fn counted(reply: &[i64]) -> u64 {
+    nonneg(COUNTING_LIMIT.saturating_sub(reply[2]))
+}
+
+/// Reads the replies (one list of integers per command, in order).
 pub fn interpret(
     plan: &Plan,
     charges: &[Charge],
     replies: &[Vec<i64>],
-) -> Result<Vec<Outcome>, BadReply> {
+) -> Result<Interpreted, BadReply> {
     if replies.len() != plan.commands.len() {
         return Err(BadReply(format!(
             "{} replies for {} commands",
@@ -279,6 +458,8 @@ pub fn interpret(
         )));
     }
     let mut out: Vec<Option<Outcome>> = vec![None; charges.len()];
+    let mut refused = false;
+    let mut charged = Vec::new();
     let mut r = replies.iter();
     let mut next = |what: &str, n: usize| -> Result<&Vec<i64>, BadReply> {
         let reply = r
@@ -287,25 +468,39 @@ pub fn interpret(
         ints(reply, n, what)?;
         Ok(reply)
     };
+    let get = |i: usize| {
+        charges
+            .get(i)
+            .ok_or_else(|| BadReply(format!("no descriptor {i}")))
+    };
     for step in &plan.steps {
         match step {
             Step::Count { charge } => {
-                let c = &charges[*charge];
+                let c = get(*charge)?;
                 let reply = next("FW.INCR", 5)?;
-                let after = nonneg(COUNTING_LIMIT.saturating_sub(reply[2]));
                 let limit = u64::from(c.limit.requests_per_unit);
+                // Refused: the count plus these hits passes the counting
+                // limit, far above any limit: over, and nothing was counted.
+                let (before, after) = if reply[0] != 0 {
+                    let count = counted(reply);
+                    (count, count.saturating_add(c.hits))
+                } else {
+                    let after = counted(reply);
+                    (after.saturating_sub(c.hits), after)
+                };
                 out[*charge] = Some(Outcome {
                     index: c.index,
                     over: after > limit,
-                    before: after.saturating_sub(c.hits),
+                    before,
                     after,
                     remaining: limit.saturating_sub(after),
                     capacity: limit,
                     reset_secs: None,
+                    negative: false,
                 });
             }
             Step::Single { charge } => {
-                let c = &charges[*charge];
+                let c = get(*charge)?;
                 let reply = next("limiter", 5)?;
                 out[*charge] = Some(enforced_outcome(
                     c,
@@ -315,8 +510,48 @@ pub fn interpret(
                     nonneg(reply[4]),
                 ));
             }
+            Step::Over { charge, counting } => {
+                let c = get(*charge)?;
+                let p = next("peek", 5)?;
+                out[*charge] = Some(if *counting {
+                    let count = counted(p);
+                    let limit = u64::from(c.limit.requests_per_unit);
+                    Outcome {
+                        index: c.index,
+                        over: true,
+                        before: count,
+                        after: count.saturating_add(c.hits),
+                        remaining: 0,
+                        capacity: limit,
+                        reset_secs: None,
+                        negative: false,
+                    }
+                } else {
+                    enforced_outcome(c, true, nonneg(p[1]), nonneg(p[2]), nonneg(p[4]))
+                });
+            }
+            Step::Refund { charge, counting } => {
+                let c = get(*charge)?;
+                let p = next("refund", 5)?;
+                let (capacity, used) = if *counting {
+                    (u64::from(c.limit.requests_per_unit), counted(p))
+                } else {
+                    let capacity = nonneg(p[1]);
+                    (capacity, capacity.saturating_sub(nonneg(p[2])))
+                };
+                out[*charge] = Some(Outcome {
+                    index: c.index,
+                    over: false,
+                    before: used,
+                    after: used,
+                    remaining: capacity.saturating_sub(used),
+                    capacity,
+                    reset_secs: (!*counting).then(|| nonneg(p[4])),
+                    negative: true,
+                });
+            }
             Step::Shadow { charge } => {
-                let c = &charges[*charge];
+                let c = get(*charge)?;
                 let peeked = next("peek", 5)?;
                 let reset = nonneg(next("shadow limiter", 5)?[4]);
                 let capacity = nonneg(peeked[1]);
@@ -329,27 +564,115 @@ pub fn interpret(
                 };
                 out[*charge] = Some(enforced_outcome(c, over, capacity, remaining, reset));
             }
-            Step::All { charges: idx } => {
-                let all = next("CL.THROTTLEALL", 6)?;
-                let refused = all[0] != 0;
-                for &i in idx {
-                    let c = &charges[i];
+            Step::All {
+                held,
+                charged: sent,
+            } => {
+                let allowed = if *sent {
+                    next("CL.THROTTLEALL", 6)?[0] == 0
+                } else {
+                    false
+                };
+                refused |= !allowed;
+                for h in held {
                     let p = next("peek", 5)?;
-                    let capacity = nonneg(p[1]);
-                    let rem = nonneg(p[2]);
-                    // Refused: nothing was written, and each descriptor is
+                    // Refused: nothing was written, and each limiter is
                     // over if it could not take its hits alone; allowed:
                     // every key took them and the peek shows what is left.
-                    let over = refused && c.hits > rem;
-                    out[i] = Some(enforced_outcome(c, over, capacity, rem, nonneg(p[4])));
+                    let over = !allowed && h.hits > nonneg(p[2]);
+                    for o in shared(charges, h, over, nonneg(p[1]), nonneg(p[2]), nonneg(p[4]))? {
+                        let i = h.members[o.0];
+                        out[i] = Some(o.1);
+                    }
                 }
+                if allowed {
+                    charged.extend(held.iter().cloned());
+                }
+            }
+            Step::Undo { .. } => {
+                return Err(BadReply("a refund step in a charging plan".into()));
             }
         }
     }
-    out.into_iter()
+    let outcomes = out
+        .into_iter()
         .enumerate()
         .map(|(i, o)| o.ok_or_else(|| BadReply(format!("no reply for descriptor {i}"))))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok(Interpreted {
+        outcomes,
+        refused,
+        charged,
+    })
+}
+
+/// Reads the replies of an [`undo`] plan: the outcome of each descriptor
+/// given back, as refused (over when its hits would not fit alone).
+pub fn interpret_undo(
+    plan: &Plan,
+    charges: &[Charge],
+    replies: &[Vec<i64>],
+) -> Result<Vec<(usize, Outcome)>, BadReply> {
+    if replies.len() != plan.commands.len() {
+        return Err(BadReply(format!(
+            "{} replies for {} refunds",
+            replies.len(),
+            plan.commands.len()
+        )));
+    }
+    let mut out = Vec::new();
+    for (step, p) in plan.steps.iter().zip(replies) {
+        let Step::Undo { held: h } = step else {
+            return Err(BadReply("a charging step in a refund plan".into()));
+        };
+        ints(p, 5, "refund")?;
+        let over = h.hits > nonneg(p[2]);
+        for (k, o) in shared(charges, h, over, nonneg(p[1]), nonneg(p[2]), nonneg(p[4]))? {
+            out.push((h.members[k], o));
+        }
+    }
+    Ok(out)
+}
+
+/// The outcomes of the descriptors of one limiter charged together: as if
+/// each had been charged in turn (the stats see the counts pass by
+/// each one's hits); all allowed, or all over, together.
+fn shared(
+    charges: &[Charge],
+    h: &Held,
+    over: bool,
+    capacity: u64,
+    remaining: u64,
+    reset_secs: u64,
+) -> Result<Vec<(usize, Outcome)>, BadReply> {
+    let used = capacity.saturating_sub(remaining);
+    let mut at = if over {
+        used
+    } else {
+        used.saturating_sub(h.hits)
+    };
+    let mut out = Vec::with_capacity(h.members.len());
+    for (k, &i) in h.members.iter().enumerate() {
+        let c = charges
+            .get(i)
+            .ok_or_else(|| BadReply(format!("no descriptor {i}")))?;
+        let before = at;
+        at = at.saturating_add(c.hits);
+        out.push((
+            k,
+            Outcome {
+                index: c.index,
+                over,
+                before,
+                after: at,
+                remaining: if over { 0 } else { remaining },
+                capacity,
+                reset_secs: Some(reset_secs),
+                negative: false,
+            },
+        ));
+    }
+    Ok(out)
 }
 
 /// An outcome from a limiter that enforces its limit (a refusal writes
@@ -376,6 +699,7 @@ fn enforced_outcome(
         remaining: if over { 0 } else { remaining },
         capacity,
         reset_secs: Some(reset_secs),
+        negative: false,
     }
 }
 

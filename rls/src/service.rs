@@ -125,6 +125,7 @@ impl State {
                     key,
                     limit: l.clone(),
                     hits: hits[i],
+                    negative: req.descriptors[i].is_negative_hits,
                 };
                 if self.per_second.is_some() && l.unit == Some(Unit::Second) {
                     per_second.push(c);
@@ -133,10 +134,23 @@ impl State {
                 }
             }
         }
-        let mut outcomes = self.run(&self.backend, &charges, mode).await?;
-        if let Some(ps) = &self.per_second {
-            outcomes.extend(self.run(ps, &per_second, mode).await?);
-        }
+        let per_second_backend = self.per_second.as_deref().unwrap_or(&self.backend);
+        let outcomes = match mode {
+            Mode::Reference => {
+                let (main, fast) = futures_util::future::join(
+                    self.run(&self.backend, &charges, mode, false),
+                    self.run(per_second_backend, &per_second, mode, false),
+                )
+                .await;
+                let mut outcomes = main?.outcomes;
+                outcomes.extend(fast?.outcomes);
+                outcomes
+            }
+            Mode::AllOrNothing => {
+                self.all_or_nothing(&charges, per_second_backend, &per_second)
+                    .await?
+            }
+        };
         let (statuses, deltas) = decide::statuses(
             &checks,
             &hits,
@@ -191,19 +205,94 @@ impl State {
         backend: &Backend,
         charges: &[Charge],
         mode: Mode,
-    ) -> Result<Vec<plan::Outcome>, Failure> {
+        refused: bool,
+    ) -> Result<plan::Interpreted, Failure> {
         if charges.is_empty() {
-            return Ok(Vec::new());
+            return Ok(plan::Interpreted::default());
         }
-        let p = plan::plan(charges, mode);
-        let replies = backend.run(&p).await.map_err(|e| Failure {
-            message: format!("redis error: {e}"),
-            redis: true,
-        })?;
-        plan::interpret(&p, charges, &replies).map_err(|e| Failure {
-            message: format!("redis error: unexpected reply: {}", e.0),
-            redis: true,
-        })
+        let p = plan::plan_with(charges, mode, refused);
+        let replies = backend.run(&p).await.map_err(redis_failure)?;
+        plan::interpret(&p, charges, &replies).map_err(bad_reply)
+    }
+
+    /// All-or-nothing over the main Redis and the per-second one: each
+    /// charges its limiters in one transaction, both at once; when either
+    /// refuses (or fails), what the other's allowed calls took is given
+    /// back with the module's refunds, so a refused request leaves no
+    /// charge on either. A request that can never fit is refused before
+    /// Redis, everywhere.
+    async fn all_or_nothing(
+        &self,
+        main: &[Charge],
+        fast_backend: &Backend,
+        fast: &[Charge],
+    ) -> Result<Vec<plan::Outcome>, Failure> {
+        let mode = Mode::AllOrNothing;
+        let refused = plan::never_fits(main, mode) || plan::never_fits(fast, mode);
+        let (m, f) = futures_util::future::join(
+            self.run(&self.backend, main, mode, refused),
+            self.run(fast_backend, fast, mode, refused),
+        )
+        .await;
+        let (mut m, mut f) = match (m, f) {
+            (Ok(m), Ok(f)) => (m, f),
+            (Err(e), Ok(f)) => {
+                let _ = Self::give_back(fast_backend, fast, &mut f.clone()).await;
+                return Err(e);
+            }
+            (Ok(m), Err(e)) => {
+                let _ = Self::give_back(&self.backend, main, &mut m.clone()).await;
+                return Err(e);
+            }
+            (Err(e), Err(_)) => return Err(e),
+        };
+        if m.refused || f.refused {
+            let (a, b) = futures_util::future::join(
+                Self::give_back(&self.backend, main, &mut m),
+                Self::give_back(fast_backend, fast, &mut f),
+            )
+            .await;
+            a?;
+            b?;
+        }
+        let mut outcomes = m.outcomes;
+        outcomes.extend(f.outcomes);
+        Ok(outcomes)
+    }
+
+    /// Refunds what a refused request's allowed calls took on `backend`,
+    /// and reads the descriptors' outcomes from the state after it.
+    async fn give_back(
+        backend: &Backend,
+        charges: &[Charge],
+        done: &mut plan::Interpreted,
+    ) -> Result<(), Failure> {
+        if done.charged.is_empty() {
+            return Ok(());
+        }
+        let p = plan::undo(charges, &done.charged);
+        let replies = backend.run(&p).await.map_err(redis_failure)?;
+        for (i, o) in plan::interpret_undo(&p, charges, &replies).map_err(bad_reply)? {
+            if let Some(slot) = done.outcomes.get_mut(i) {
+                *slot = o;
+            }
+        }
+        done.charged.clear();
+        Ok(())
+    }
+}
+
+fn redis_failure(e: redis::RedisError) -> Failure {
+    Failure {
+        message: format!("redis error: {e}"),
+        redis: true,
+    }
+}
+
+fn bad_reply(e: plan::BadReply) -> Failure {
+    Failure {
+        message: format!("redis error: unexpected reply: {}", e.0),
+        redis: true,
     }
 }
 

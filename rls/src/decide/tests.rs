@@ -29,6 +29,7 @@ fn out(over: bool, before: u64, after: u64, cap: u64) -> Outcome {
         remaining: if over { 0 } else { cap - after },
         capacity: cap,
         reset_secs: None,
+        negative: false,
     }
 }
 

@@ -48,6 +48,7 @@ fn charge(i: usize, l: RateLimit, hits: u64) -> Charge {
         key: format!("k{i}"),
         limit: l,
         hits,
+        negative: false,
     }
 }
 
@@ -73,7 +74,8 @@ fn reference_mode_counts_every_hit() {
         &cs,
         &[vec![0, COUNTING_LIMIT, COUNTING_LIMIT - 7, -1, 1]],
     )
-    .unwrap();
+    .unwrap()
+    .outcomes;
     assert_eq!(
         o[0],
         Outcome {
@@ -83,7 +85,8 @@ fn reference_mode_counts_every_hit() {
             after: 7,
             remaining: 0,
             capacity: 5,
-            reset_secs: None
+            reset_secs: None,
+            negative: false,
         }
     );
 }
@@ -130,7 +133,8 @@ fn all_or_nothing_is_one_call_with_peeks() {
             vec![0, 3, 0, -1, 20],
         ],
     )
-    .unwrap();
+    .unwrap()
+    .outcomes;
     assert!(!o[0].over && o[1].over);
     assert_eq!((o[1].before, o[1].after), (3, 4));
 }
@@ -146,7 +150,9 @@ fn shadow_is_a_peek_then_the_module_shadow() {
         p.commands[1],
         vec!["CL.THROTTLE", "k0", "1", "2", "1", "1", "SHADOW"]
     );
-    let o = interpret(&p, &cs, &[vec![0, 2, 0, -1, 1], vec![0, 2, 0, -1, 1]]).unwrap();
+    let o = interpret(&p, &cs, &[vec![0, 2, 0, -1, 1], vec![0, 2, 0, -1, 1]])
+        .unwrap()
+        .outcomes;
     assert!(o[0].over);
 }
 
@@ -169,4 +175,214 @@ fn short_replies_are_errors() {
     let p = plan(&cs, Mode::Reference);
     assert!(interpret(&p, &cs, &[vec![0, 1]]).is_err());
     assert!(interpret(&p, &cs, &[]).is_err());
+}
+
+const C: i64 = COUNTING_LIMIT;
+
+fn keyed(i: usize, key: &str, l: RateLimit, hits: u64) -> Charge {
+    Charge {
+        key: key.into(),
+        ..charge(i, l, hits)
+    }
+}
+
+#[test]
+fn hits_past_the_counting_limit_are_over_without_counting() {
+    let l = limit("{unit: hour, requests_per_unit: 5}");
+    for hits in [(1u64 << 62) + 1, (1 << 63) - 1, 1 << 63, u64::MAX] {
+        let cs = [charge(0, l.clone(), hits)];
+        let p = plan(&cs, Mode::Reference);
+        // A peek, never a quantity the module would refuse.
+        assert_eq!(
+            p.commands,
+            vec![vec!["FW.PEEK", "k0", &C.to_string(), "3600", "ALIGN"]]
+        );
+        let o = interpret(&p, &cs, &[vec![0, C, C - 2, -1, 100]]).unwrap();
+        let o = &o.outcomes[0];
+        assert!(o.over, "{hits}");
+        assert_eq!(
+            (o.before, o.after, o.remaining),
+            (2, 2u64.saturating_add(hits), 0)
+        );
+    }
+    // Up to the counting limit the hits are counted, as the reference's INCRBY.
+    let cs = [charge(0, l.clone(), 1 << 62)];
+    let p = plan(&cs, Mode::Reference);
+    assert_eq!(p.commands[0][0], "FW.INCR");
+    assert_eq!(p.commands[0][4], (1u64 << 62).to_string());
+    // The module refuses when the count would pass its counting limit:
+    // that is over, with the count it had, not a count of 0.
+    let o = interpret(&p, &cs, &[vec![1, C, C - 3, 10, 100]]).unwrap();
+    let o = &o.outcomes[0];
+    assert!(o.over);
+    assert_eq!((o.before, o.after), (3, 3 + (1 << 62)));
+}
+
+#[test]
+fn hits_a_limiter_can_never_hold_are_over_before_redis() {
+    let gcra = limit("{unit: second, requests_per_unit: 5, algorithm: gcra}");
+    let sw = limit("{unit: minute, requests_per_unit: 3, algorithm: sliding_window}");
+    let burst = limit("{unit: second, requests_per_unit: 5, algorithm: gcra, burst: 9}");
+    assert_eq!(
+        (gcra.capacity(), sw.capacity(), burst.capacity()),
+        (5, 3, 10)
+    );
+    for (l, cap) in [(gcra, 5u64), (sw, 3), (burst, 10)] {
+        for mode in [Mode::Reference, Mode::AllOrNothing] {
+            let fits = [charge(0, l.clone(), cap)];
+            assert!(!never_fits(&fits, mode));
+            let p = plan(&fits, mode);
+            assert!(p.commands[0][0] != "CL.PEEK" && p.commands[0][0] != "SW.PEEK");
+            for hits in [cap + 1, 1 << 32, u64::MAX] {
+                let cs = [charge(0, l.clone(), hits), charge(1, l.clone(), 1)];
+                let p = plan(&cs, mode);
+                assert!(
+                    p.commands.iter().all(|c| c[0].ends_with(".PEEK")
+                        || (mode == Mode::Reference && c[0] != "CL.THROTTLEALL")),
+                    "{mode:?} {hits}: {:?}",
+                    p.commands
+                );
+                assert!(p.commands.iter().all(|c| c
+                    .iter()
+                    .all(|w| w.parse::<u64>().map_or(true, |n| n <= 1 << 62))));
+                if mode == Mode::AllOrNothing {
+                    assert!(never_fits(&cs, mode));
+                    // Only peeks: the request is refused, the other
+                    // descriptor is judged alone.
+                    let r = interpret(
+                        &p,
+                        &cs,
+                        &[vec![0, cap as i64, 2, -1, 1], vec![0, cap as i64, 2, -1, 1]],
+                    )
+                    .unwrap();
+                    assert!(r.refused && r.charged.is_empty());
+                    assert!(r.outcomes[0].over && !r.outcomes[1].over);
+                } else {
+                    let r = interpret(
+                        &p,
+                        &cs,
+                        &[vec![0, cap as i64, 2, -1, 1], vec![0, cap as i64, 1, -1, 1]],
+                    )
+                    .unwrap();
+                    assert!(r.outcomes[0].over && !r.outcomes[1].over);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_same_key_twice_is_one_limiter_with_the_hits_summed() {
+    let l = limit("{unit: hour, requests_per_unit: 5}");
+    let cs = [
+        keyed(0, "a", l.clone(), 1),
+        keyed(1, "b", l.clone(), 1),
+        keyed(2, "a", l, 1),
+    ];
+    let p = plan(&cs, Mode::AllOrNothing);
+    // "b" alone at quantity 1, "a" once at quantity 2.
+    let alls: Vec<&Vec<String>> = p
+        .commands
+        .iter()
+        .filter(|c| c[0] == "CL.THROTTLEALL")
+        .collect();
+    assert_eq!(alls.len(), 2);
+    for c in &alls {
+        assert_eq!(c[1], "1");
+    }
+    assert_eq!(alls[0][2], "a");
+    assert_eq!(&alls[0][alls[0].len() - 2..], ["QUANTITY", "2"]);
+    assert_eq!(alls[1][2], "b");
+    // Allowed: both descriptors of "a" see the counts pass by their hits.
+    let r = interpret(
+        &p,
+        &cs,
+        &[
+            vec![0, 5, 3, -1, 1, 1],
+            vec![0, 5, 3, -1, 1],
+            vec![0, 5, 4, -1, 1, 1],
+            vec![0, 5, 4, -1, 1],
+        ],
+    )
+    .unwrap();
+    assert!(!r.refused);
+    let o = &r.outcomes;
+    assert_eq!((o[0].before, o[0].after, o[0].remaining), (0, 1, 3));
+    assert_eq!((o[2].before, o[2].after, o[2].remaining), (1, 2, 3));
+    assert_eq!(r.charged.len(), 2);
+    // Refused: both over together.
+    let r = interpret(
+        &p,
+        &cs,
+        &[
+            vec![1, 5, 1, 9, 9, 1],
+            vec![0, 5, 1, -1, 1],
+            vec![0, 5, 4, -1, 1, 1],
+            vec![0, 5, 4, -1, 1],
+        ],
+    )
+    .unwrap();
+    assert!(r.refused);
+    assert!(r.outcomes[0].over && r.outcomes[2].over && !r.outcomes[1].over);
+    assert_eq!(r.charged.len(), 1);
+    // The allowed call of "b" is given back.
+    let u = undo(&cs, &r.charged);
+    assert_eq!(
+        u.commands,
+        vec![vec!["FW.REFUND", "b", "5", "3600", "1", "ALIGN"]]
+    );
+    let back = interpret_undo(&u, &cs, &[vec![0, 5, 5, -1, 0]]).unwrap();
+    assert_eq!(back.len(), 1);
+    assert_eq!(back[0].0, 1);
+    assert!(!back[0].1.over);
+    assert_eq!(back[0].1.remaining, 5);
+    // The reference mode charges each, as the reference does.
+    let p = plan(&cs, Mode::Reference);
+    assert_eq!(p.commands.len(), 3);
+}
+
+#[test]
+fn negative_hits_are_refunds() {
+    let fw = limit("{unit: hour, requests_per_unit: 5}");
+    let g = limit("{unit: second, requests_per_unit: 5, algorithm: gcra}");
+    let sw = limit("{unit: minute, requests_per_unit: 3, algorithm: sliding_window}");
+    let neg = |l: RateLimit, hits| Charge {
+        negative: true,
+        ..charge(0, l, hits)
+    };
+    let p = plan(&[neg(fw.clone(), 2)], Mode::Reference);
+    assert_eq!(
+        p.commands,
+        vec![vec![
+            "FW.REFUND",
+            "k0",
+            &C.to_string(),
+            "3600",
+            "2",
+            "ALIGN"
+        ]]
+    );
+    let r = interpret(&p, &[neg(fw.clone(), 2)], &[vec![0, C, C - 1, -1, 10]]).unwrap();
+    let o = &r.outcomes[0];
+    assert!(o.negative && !o.over);
+    assert_eq!(o.remaining, 4);
+    let p = plan(&[neg(fw, u64::MAX)], Mode::AllOrNothing);
+    assert_eq!(
+        p.commands,
+        vec![vec![
+            "FW.REFUND",
+            "k0",
+            "5",
+            "3600",
+            &C.to_string(),
+            "ALIGN"
+        ]]
+    );
+    let p = plan(&[neg(g, 1)], Mode::AllOrNothing);
+    assert_eq!(
+        p.commands,
+        vec![vec!["CL.REFUND", "k0", "4", "5", "1", "1"]]
+    );
+    let p = plan(&[neg(sw, 1)], Mode::Reference);
+    assert_eq!(p.commands, vec![vec!["SW.REFUND", "k0", "3", "60", "1"]]);
 }
