@@ -12,9 +12,10 @@ scheme                       storage
 ===========================  ==========================================
 
 Each is ``limits``' own Redis storage (connections, options, key prefix,
-``get``, ``get_expiry``, ``clear``, ``reset`` unchanged) with the strategies
-moved onto redis-cell, and a ``check`` that also asks the engine (False
-when the module is gone or the twin's library cannot be loaded):
+``get``, ``get_expiry``, ``clear``, ``reset`` unchanged, but for the error
+``get`` raises on another strategy's key) with the strategies moved onto
+redis-cell, and a ``check`` that also asks the engine (False when the module
+is gone or the twin's library cannot be loaded):
 
 - moving window: ``SW.ALLOW`` (one log entry per request whatever its cost,
   the server's clock); ``get_moving_window`` from two ``SW.PEEK``\\ s;
