@@ -17,7 +17,7 @@ found": the clients load the shipped library again (``FUNCTION LOAD
 REPLACE``, so that clients doing it at once all succeed) and send the call
 once more, as redis-py's scripts do after ``SCRIPT FLUSH``. One reload per
 call, never a loop: a load that fails, or a function still missing after it,
-is ``LibraryNotLoadedError``.
+is ``LibraryMissingError``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from .errors import (
     FUNCTION_NOT_FOUND,
     CellError,
     EngineNotFoundError,
-    LibraryNotLoadedError,
+    LibraryMissingError,
     ModuleOnlyError,
     from_response,
 )
@@ -145,7 +145,7 @@ def lost_library(error: Exception, engine: Engine) -> bool:
     converted = typed(error)
     return (
         engine is Engine.FUNCTIONS
-        and isinstance(converted, LibraryNotLoadedError)
+        and isinstance(converted, LibraryMissingError)
         and FUNCTION_NOT_FOUND in converted.message
     )
 
@@ -159,17 +159,17 @@ def _lost(error: Exception) -> str:
     )
 
 
-def load_failed(lost: Exception, load_error: Exception) -> LibraryNotLoadedError:
+def load_failed(lost: Exception, load_error: Exception) -> LibraryMissingError:
     """The library is missing and loading the shipped one was refused."""
-    return LibraryNotLoadedError(
+    return LibraryMissingError(
         f"{_lost(lost)} and loading the shipped one again failed: "
         f"{type(load_error).__name__}: {load_error}"
     )
 
 
-def still_missing(lost: Exception) -> LibraryNotLoadedError:
+def still_missing(lost: Exception) -> LibraryMissingError:
     """The library was loaded again, yet the function is still not found."""
-    return LibraryNotLoadedError(
+    return LibraryMissingError(
         f"{_lost(lost)}; the shipped library was loaded again (FUNCTION LOAD REPLACE) "
         "and the function is still not found there"
     )

@@ -1,5 +1,6 @@
-"""Typed errors. Each carries the server's text in ``message`` (with what
-this package adds to it after the server's words, where it adds anything).
+"""Typed errors. Each carries the server's text in ``message``; where the
+package explains a reply (``LibraryMissingError``, ``LimiterMismatchError``)
+the text starts with the server's code and words, and the explanation follows.
 
 They subclass redis-py's ``ResponseError`` so that code which already
 catches redis-py's errors keeps catching these.
@@ -9,11 +10,12 @@ catches redis-py's errors keeps catching these.
     CellError
     ├── ArgumentError            bad arguments (ERR invalid ..., ERR unknown option ...)
     ├── WrongTypeError           the key holds another kind of state (WRONGTYPE ...)
+    │   └── LimiterMismatchError     a limits strategy met another strategy's key
     ├── OutOfRangeError          parameters the engine cannot compute with
     ├── ModuleOnlyError          policies, SHADOW, CL.TOP on the Functions twin
     └── EngineNotFoundError      no engine on the server can answer
-        ├── ModuleNotLoadedError     the module's commands are unknown (ERR unknown command)
-        └── LibraryNotLoadedError    the twin's library is missing and could not be loaded
+        ├── ModuleMissingError       the module's commands are unknown (ERR unknown command)
+        └── LibraryMissingError      the twin's library is missing and could not be loaded
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ __all__ = [
     "ArgumentError",
     "CellError",
     "EngineNotFoundError",
-    "LibraryNotLoadedError",
-    "ModuleNotLoadedError",
+    "LibraryMissingError",
+    "LimiterMismatchError",
+    "ModuleMissingError",
     "ModuleOnlyError",
     "OutOfRangeError",
     "WrongTypeError",
@@ -47,7 +50,20 @@ class ArgumentError(CellError):
 
 
 class WrongTypeError(CellError):
-    """The key holds another kind of state (``WRONGTYPE ...``)."""
+    """The key holds another kind of state (``WRONGTYPE ...``, or ``ERR key
+    holds ...`` for a string that is no state of this limiter)."""
+
+
+class LimiterMismatchError(WrongTypeError):
+    """A key written by one ``limits`` strategy and used by another (a fixed
+    window limit and a moving window limit of the same item and
+    identifiers). ``message`` names the key, what it holds and the way out;
+    ``key`` is the key, ``holds`` what it holds, in words."""
+
+    def __init__(self, message: str, key: str, holds: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.holds = holds
 
 
 class OutOfRangeError(CellError):
@@ -63,13 +79,13 @@ class EngineNotFoundError(CellError):
     the twin's functions were found (or the one chosen is gone)."""
 
 
-class ModuleNotLoadedError(EngineNotFoundError):
+class ModuleMissingError(EngineNotFoundError):
     """The module engine was chosen but the server does not know its commands
     (``ERR unknown command 'CL.THROTTLE'``): the module is not loaded there,
     or was unloaded."""
 
 
-class LibraryNotLoadedError(EngineNotFoundError):
+class LibraryMissingError(EngineNotFoundError):
     """The functions engine was chosen, the server has lost the twin's library
     (``ERR Function not found``: ``FUNCTION FLUSH``, a restart without
     persistence), and loading the shipped library again failed (the text
@@ -78,21 +94,28 @@ class LibraryNotLoadedError(EngineNotFoundError):
 
 # The module's command families; an unknown command of any other name (FCALL
 # on a server without functions, say) is not the module's absence.
-_MODULE_COMMAND = re.compile(r"unknown command ['`](?:CL|SW|FW|CC)\.", re.IGNORECASE)
+_MODULE_COMMAND = re.compile(r"unknown command ['`](?:(?:CL|SW|FW|CC)\.|GCRA['`])", re.IGNORECASE)
 # Redis 6.2 has no functions: FCALL itself is unknown there.
 _NO_FCALL = re.compile(r"unknown command ['`]FCALL['`]", re.IGNORECASE)
 
 FUNCTION_NOT_FOUND = "Function not found"
 
+# The module's and the twin's texts for a string that is no state of the
+# command's limiter: a wrong type too, not bad arguments.
+_STATE_OF_ANOTHER_KIND = re.compile(
+    r"^ERR key holds (?:a string that is not a valid|an exact sliding window;"
+    r"|an APPROX sliding window;)"
+)
+
 
 def from_response(message: str) -> CellError:
     """Maps a server error text to its typed exception."""
-    if message.startswith("WRONGTYPE"):
+    if message.startswith("WRONGTYPE") or _STATE_OF_ANOTHER_KIND.match(message):
         return WrongTypeError(message)
     if _MODULE_COMMAND.search(message):
-        return ModuleNotLoadedError(message)
+        return ModuleMissingError(message)
     if FUNCTION_NOT_FOUND in message or _NO_FCALL.search(message):
-        return LibraryNotLoadedError(message)
+        return LibraryMissingError(message)
     if "range" in message and ("out of" in message or "overflows" in message):
         return OutOfRangeError(message)
     if "module-only" in message:

@@ -54,7 +54,7 @@ from ._engine import library_source, typed
 from ._types import Decision
 from .aio import AsyncCell
 from .client import Cell
-from .errors import CellError, WrongTypeError
+from .errors import CellError, LimiterMismatchError, WrongTypeError
 
 __all__ = [
     "AsyncCellClusterStorage",
@@ -114,13 +114,16 @@ def _mismatch_error(
     """The error for a strategy used on a key another strategy wrote."""
     holder = _holder(kind, head)
     if holder == "list":
-        return WrongTypeError(f"{error.message} ({key}{MIGRATION})")
+        holds = "the list that limits' own Redis storage keeps for a moving window"
+        return LimiterMismatchError(f"{error.message} ({key}{MIGRATION})", key, holds)
     if holder is None or holder == wanted:
         return WrongTypeError(f"{error.message} ({key})")
-    return WrongTypeError(
+    return LimiterMismatchError(
         f"WRONGTYPE key {key} holds {_HOLDS[holder]}; a {wanted} window cannot use it: "
         "use another key prefix (the storage's key_prefix) for one of the two limits, "
-        "or delete the key"
+        "or delete the key",
+        key,
+        _HOLDS[holder],
     )
 
 

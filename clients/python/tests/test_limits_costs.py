@@ -18,7 +18,7 @@ from limits.strategies import (
 )
 
 import redis_cell.limits  # noqa: F401
-from redis_cell import WrongTypeError
+from redis_cell import LimiterMismatchError, WrongTypeError
 
 from .conftest import twin_engine
 
@@ -123,9 +123,10 @@ def test_a_strategy_switch_names_the_key_and_the_fix(engine: str) -> None:
         lambda: moving.test(item, key),
         lambda: moving.get_window_stats(item, key),
     ):
-        with pytest.raises(WrongTypeError) as error:
+        with pytest.raises(LimiterMismatchError) as error:
             call()
         assert error.value.message == _message(item.key_for(key), FIXED, "moving")
+        assert (error.value.key, error.value.holds) == (f"LIMITS:{item.key_for(key)}", FIXED)
 
     key = uuid.uuid4().hex
     assert moving.hit(item, key)
@@ -134,9 +135,10 @@ def test_a_strategy_switch_names_the_key_and_the_fix(engine: str) -> None:
         lambda: fixed.test(item, key),
         lambda: fixed.get_window_stats(item, key),
     ):
-        with pytest.raises(WrongTypeError) as error:
+        with pytest.raises(LimiterMismatchError) as error:
             call()
         assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
+        assert isinstance(error.value, WrongTypeError)
 
     # The sliding window counter keeps its own two keys, beside either.
     assert sliding.hit(item, key) and moving.hit(item, key)
@@ -173,5 +175,5 @@ def test_limits_own_moving_window_list_names_the_migration() -> None:
     item = RateLimitItemPerMinute(5)
     key = uuid.uuid4().hex
     assert MovingWindowRateLimiter(theirs).hit(item, key)
-    with pytest.raises(WrongTypeError, match="Migrating"):
+    with pytest.raises(LimiterMismatchError, match="Migrating"):
         FixedWindowRateLimiter(ours).hit(item, key)

@@ -27,8 +27,8 @@ from redis_cell import (
     Decision,
     Engine,
     EngineNotFoundError,
-    LibraryNotLoadedError,
-    ModuleNotLoadedError,
+    LibraryMissingError,
+    ModuleMissingError,
 )
 
 from .conftest import _env, server_binary, servers, twin_engine
@@ -77,7 +77,7 @@ def test_function_flush_then_a_call_reloads_the_library(bare: Any) -> None:
     if not _functions(bare):
         # Redis 6.2: no functions at all; the engine says so with its own class.
         for client in _sync_clients(bare.port):
-            with pytest.raises(LibraryNotLoadedError, match="FCALL"):
+            with pytest.raises(LibraryMissingError, match="FCALL"):
                 Cell(client, engine="functions").throttle("k", 1, 1, 60)
             client.close()
         return
@@ -99,7 +99,7 @@ def test_function_flush_then_a_call_reloads_the_library(bare: Any) -> None:
 async def test_function_flush_then_an_async_call_reloads_the_library(bare: Any) -> None:
     if not _functions(bare):
         for client in _async_clients(bare.port):
-            with pytest.raises(LibraryNotLoadedError, match="FCALL"):
+            with pytest.raises(LibraryMissingError, match="FCALL"):
                 await AsyncCell(client, engine="functions").throttle("k", 1, 1, 60)
             await _aclose(client)
         return
@@ -170,7 +170,7 @@ def test_a_library_that_cannot_be_loaded_raises_once(bare: Any) -> None:
     client = redis.Redis("127.0.0.1", bare.port, username="app", password="pw")
     cell = Cell(client, engine="functions")
     before = _commandstats(bare.client, "function|load").get("rejected_calls", 0)
-    with pytest.raises(LibraryNotLoadedError) as error:
+    with pytest.raises(LibraryMissingError) as error:
         cell.throttle("k", 1, 1, 60)
     assert isinstance(error.value, EngineNotFoundError)
     assert error.value.message.startswith("ERR Function not found: the server has lost")
@@ -180,7 +180,7 @@ def test_a_library_that_cannot_be_loaded_raises_once(bare: Any) -> None:
     uri = f"rediscell://app:pw@127.0.0.1:{bare.port}?engine=functions"
     storage = storage_from_string(uri)
     assert storage.check() is False
-    with pytest.raises(LibraryNotLoadedError):
+    with pytest.raises(LibraryMissingError):
         FixedWindowRateLimiter(storage).hit(RateLimitItemPerMinute(1), "x")
     # Loaded again by a user who may: the same storage answers.
     Cell(bare.client).load_functions()
@@ -242,9 +242,9 @@ def test_a_restart_without_persistence_then_a_call_succeeds(bare: Any, tmp_path:
 
 def test_a_server_without_the_module(bare: Any) -> None:
     """The module engine where the module is not loaded: EngineNotFoundError's
-    ModuleNotLoadedError with the server's text, not a bad-arguments error."""
+    ModuleMissingError with the server's text, not a bad-arguments error."""
     for client in _sync_clients(bare.port):
-        with pytest.raises(ModuleNotLoadedError) as error:
+        with pytest.raises(ModuleMissingError) as error:
             Cell(client, engine="module").sw_allow("k", 1, 60)
         assert isinstance(error.value, EngineNotFoundError)
         assert not isinstance(error.value, ArgumentError)
@@ -254,14 +254,14 @@ def test_a_server_without_the_module(bare: Any) -> None:
 
     async def run() -> None:
         for client in _async_clients(bare.port):
-            with pytest.raises(ModuleNotLoadedError, match=r"CL\.THROTTLE"):
+            with pytest.raises(ModuleMissingError, match=r"CL\.THROTTLE"):
                 await AsyncCell(client, engine="module").throttle("k", 1, 1, 60)
             await _aclose(client)
 
     asyncio.run(run())
     storage = storage_from_string(f"rediscell://127.0.0.1:{bare.port}?engine=module")
     assert storage.check() is False
-    with pytest.raises(ModuleNotLoadedError):
+    with pytest.raises(ModuleMissingError):
         MovingWindowRateLimiter(storage).hit(RateLimitItemPerMinute(1), "x")
     # Detected: neither engine there (no library loaded on this server).
     detected = storage_from_string(f"rediscell://127.0.0.1:{bare.port}")
