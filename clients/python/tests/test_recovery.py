@@ -29,7 +29,9 @@ from redis_cell import (
     EngineNotFoundError,
     LibraryMissingError,
     ModuleMissingError,
+    WrongTypeError,
 )
+from redis_cell.errors import from_response
 
 from .conftest import _env, server_binary, servers, twin_engine
 
@@ -335,3 +337,27 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
     finally:
         # The cluster is the module's: leave it without the library, as found.
         cluster.execute_command("FUNCTION FLUSH", target_nodes=redis.cluster.RedisCluster.PRIMARIES)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        ("ERR Function not found", LibraryMissingError),
+        ("ERR unknown command `FCALL`, with args beginning with: ", LibraryMissingError),
+        ("ERR unknown command 'CL.THROTTLE', with args beginning with: 'k' ", ModuleMissingError),
+        ("ERR unknown command `SW.ALLOW`, with args beginning with: `k` ", ModuleMissingError),
+        ("ERR unknown command 'GCRA', with args beginning with: 'k' ", ModuleMissingError),
+        ("ERR unknown command 'NOPE', with args beginning with: ", ArgumentError),
+        ("WRONGTYPE Operation against a key holding the wrong kind of value", WrongTypeError),
+        (
+            "ERR key holds a string that is not a valid CL.THROTTLE state "
+            "(an integer TAT in nanoseconds)",
+            WrongTypeError,
+        ),
+        ("ERR key holds an exact sliding window; APPROX needs a key of its own", WrongTypeError),
+        ("ERR invalid quantity: must be 0 or greater", ArgumentError),
+    ],
+)
+def test_each_reply_has_its_class(reply: str, kind: type) -> None:
+    error = from_response(reply)
+    assert type(error) is kind and error.message == reply
