@@ -3,7 +3,8 @@
 //!
 //! Pure parts: `config` (parse, validate, match), `plan` (keys, commands,
 //! replies), `decide` (statuses, stats, overall code), `settings`, `stats`.
-//! Thin parts: `backend` (Redis), `service` (gRPC), `http`, `loader`.
+//! Thin parts: `backend` (Redis), `service` (gRPC), `http`, `loader`,
+//! `net` (connection bounds).
 
 pub mod backend;
 pub mod config;
@@ -11,6 +12,7 @@ pub mod decide;
 pub mod http;
 pub mod loader;
 pub mod log;
+pub mod net;
 pub mod plan;
 pub mod service;
 pub mod settings;
@@ -19,6 +21,7 @@ pub mod stats;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use tokio::net::TcpListener;
@@ -31,9 +34,45 @@ async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
     TcpListener::bind((host, port)).await
 }
 
+/// The connection caps (per HTTP listener, gRPC) that fit in `nofile`
+/// descriptors with room for Redis, the config files and the rest: the
+/// configured ones, scaled down when they do not fit.
+fn connection_caps(settings: &Settings, nofile: u64) -> (usize, usize) {
+    let listeners: u64 = if settings.use_prometheus { 3 } else { 2 };
+    let pools = settings.redis.pool_size
+        + settings
+            .redis_per_second
+            .as_ref()
+            .map(|r| r.pool_size)
+            .unwrap_or(0);
+    let reserve = 64 + 2 * pools as u64;
+    let budget = nofile.saturating_sub(reserve).max(listeners + 1);
+    let (h, g) = (
+        settings.http_max_connections as u64,
+        settings.grpc_max_connections as u64,
+    );
+    let wanted = h.saturating_mul(listeners).saturating_add(g);
+    if wanted <= budget {
+        return (h as usize, g as usize);
+    }
+    let scale = |n: u64| (n.saturating_mul(budget) / wanted).max(1) as usize;
+    let (h2, g2) = (scale(h), scale(g));
+    log::warn(&format!(
+        "nofile limit {nofile}: connections capped at {h2} per HTTP listener (HTTP_MAX_CONNECTIONS {h}) and {g2} for gRPC (GRPC_MAX_CONNECTIONS {g})"
+    ));
+    (h2, g2)
+}
+
 /// Runs the service until SIGTERM or SIGINT.
 pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     log::init(&settings.log_level, &settings.log_format);
+    let (nofile_before, nofile) = net::raise_nofile();
+    if nofile != nofile_before {
+        log::info(&format!(
+            "nofile limit raised from {nofile_before} to {nofile}"
+        ));
+    }
+    let (http_cap, grpc_cap) = connection_caps(&settings, nofile);
     let backend = Backend::connect(&settings.redis).await?;
     let per_second = match &settings.redis_per_second {
         Some(r) => Some(Backend::connect(r).await?),
@@ -45,16 +84,19 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         config: RwLock::new(None),
         backend,
         per_second,
-        stats: stats::Stats::default(),
+        stats: stats::Stats::new(settings.stats_max_keys),
     });
-    let first = loader::load(&state);
+    let first = {
+        let state = state.clone();
+        tokio::task::spawn_blocking(move || loader::load(&state)).await?
+    };
     if first.is_err() && !settings.force_start_without_initial_config {
         log::warn("starting without a valid configuration: every call fails until one loads");
     }
     let healthy = Arc::new(AtomicBool::new(
         !settings.healthy_with_at_least_one_config_loaded || first.is_ok(),
     ));
-    tokio::spawn(loader::watch(state.clone()));
+    loader::watch(state.clone())?;
     {
         // Healthy from the first good load when asked to wait for one.
         let (state, healthy) = (state.clone(), healthy.clone());
@@ -73,9 +115,14 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         healthy: healthy.clone(),
     });
     let main_l = bind(&settings.host, settings.port).await?;
-    tokio::spawn(http::serve(main_l, http::Site::Main, web.clone()));
+    tokio::spawn(http::serve(main_l, http::Site::Main, web.clone(), http_cap));
     let debug_l = bind(&settings.debug_host, settings.debug_port).await?;
-    tokio::spawn(http::serve(debug_l, http::Site::Debug, web.clone()));
+    tokio::spawn(http::serve(
+        debug_l,
+        http::Site::Debug,
+        web.clone(),
+        http_cap,
+    ));
     if settings.use_prometheus {
         let (h, p) = split_addr(&settings.prometheus_addr).ok_or_else(|| {
             format!(
@@ -84,7 +131,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             )
         })?;
         let l = bind(&h, p).await?;
-        tokio::spawn(http::serve(l, http::Site::Metrics, web.clone()));
+        tokio::spawn(http::serve(l, http::Site::Metrics, web.clone(), http_cap));
     }
     if settings.use_statsd && !settings.disable_stats {
         state.stats.statsd.store(true, Ordering::Relaxed);
@@ -132,10 +179,23 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
     };
+    let incoming = net::grpc_incoming(
+        TcpListener::bind(addr).await?,
+        grpc_cap,
+        settings.grpc_handshake_timeout,
+        settings.grpc_max_connection_idle,
+    );
     tonic::transport::Server::builder()
-        .add_service(health_service)
-        .add_service(RateLimitServiceServer::new(Grpc(state)))
-        .serve_with_shutdown(addr, shutdown)
+        .max_concurrent_streams(settings.grpc_max_concurrent_streams)
+        .concurrency_limit_per_connection(settings.grpc_max_concurrent_streams as usize)
+        .max_connection_age(settings.grpc_max_connection_age)
+        .max_connection_age_grace(settings.grpc_max_connection_age_grace)
+        // A peer that stops answering pings is gone: its connection closes.
+        .http2_keepalive_interval(Some(Duration::from_secs(60)))
+        .http2_keepalive_timeout(Some(Duration::from_secs(20)))
+        .add_service(net::Tracked(health_service))
+        .add_service(net::Tracked(RateLimitServiceServer::new(Grpc(state))))
+        .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
     Ok(())
 }

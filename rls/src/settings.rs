@@ -47,6 +47,27 @@ pub struct Settings {
     pub all_or_nothing: bool,
     /// Extension: how often the runtime directory is checked for changes.
     pub runtime_poll_interval: Duration,
+    /// Extension: bounds of a configuration load (one file, all files,
+    /// nesting depth, time).
+    pub runtime_max_file_bytes: u64,
+    pub runtime_max_total_bytes: u64,
+    pub runtime_max_depth: usize,
+    pub runtime_load_timeout: Duration,
+    /// Extension: limit keys with their own stats series.
+    pub stats_max_keys: usize,
+    /// Extension: connections per HTTP listener, and the time a connection
+    /// has to send its request, then to be answered.
+    pub http_max_connections: usize,
+    pub http_read_timeout: Duration,
+    pub http_write_timeout: Duration,
+    /// Extension: gRPC connections, the time a new one has to send the
+    /// HTTP/2 preface, and how long one may stay without a request.
+    pub grpc_max_connections: usize,
+    pub grpc_handshake_timeout: Duration,
+    pub grpc_max_connection_idle: Duration,
+    pub grpc_max_concurrent_streams: u32,
+    pub grpc_max_connection_age: Duration,
+    pub grpc_max_connection_age_grace: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -247,7 +268,51 @@ impl Settings {
             merge_domain_config: e.b("MERGE_DOMAIN_CONFIG", false)?,
             all_or_nothing: e.b("ALL_OR_NOTHING", false)?,
             runtime_poll_interval: e.d("RUNTIME_POLL_INTERVAL", Duration::from_secs(1))?,
+            runtime_max_file_bytes: e.n("RUNTIME_MAX_FILE_BYTES", 4 << 20)?,
+            runtime_max_total_bytes: e.n("RUNTIME_MAX_TOTAL_BYTES", 16 << 20)?,
+            runtime_max_depth: e.n("RUNTIME_MAX_DEPTH", 64)?,
+            runtime_load_timeout: e.d("RUNTIME_LOAD_TIMEOUT", Duration::from_secs(10))?,
+            stats_max_keys: e.n("STATS_MAX_KEYS", crate::stats::DEFAULT_MAX_KEYS)?,
+            http_max_connections: e.n("HTTP_MAX_CONNECTIONS", 256)?,
+            http_read_timeout: e.d("HTTP_READ_TIMEOUT", Duration::from_secs(10))?,
+            http_write_timeout: e.d("HTTP_WRITE_TIMEOUT", Duration::from_secs(30))?,
+            grpc_max_connections: e.n("GRPC_MAX_CONNECTIONS", 4096)?,
+            grpc_handshake_timeout: e.d("GRPC_HANDSHAKE_TIMEOUT", Duration::from_secs(10))?,
+            grpc_max_connection_idle: e.d("GRPC_MAX_CONNECTION_IDLE", Duration::from_secs(3600))?,
+            grpc_max_concurrent_streams: e.n("GRPC_MAX_CONCURRENT_STREAMS", 1024)?,
+            grpc_max_connection_age: e
+                .d("GRPC_MAX_CONNECTION_AGE", Duration::from_secs(24 * 3600))?,
+            grpc_max_connection_age_grace: e
+                .d("GRPC_MAX_CONNECTION_AGE_GRACE", Duration::from_secs(3600))?,
         };
+        for (name, v) in [
+            ("RUNTIME_MAX_FILE_BYTES", s.runtime_max_file_bytes),
+            ("RUNTIME_MAX_TOTAL_BYTES", s.runtime_max_total_bytes),
+            ("RUNTIME_MAX_DEPTH", s.runtime_max_depth as u64),
+            ("STATS_MAX_KEYS", s.stats_max_keys as u64),
+            ("HTTP_MAX_CONNECTIONS", s.http_max_connections as u64),
+            ("GRPC_MAX_CONNECTIONS", s.grpc_max_connections as u64),
+            (
+                "GRPC_MAX_CONCURRENT_STREAMS",
+                u64::from(s.grpc_max_concurrent_streams),
+            ),
+        ] {
+            if v == 0 {
+                return Err(SettingsError(format!("{name}: must be at least 1")));
+            }
+        }
+        for (name, d) in [
+            ("RUNTIME_LOAD_TIMEOUT", s.runtime_load_timeout),
+            ("HTTP_READ_TIMEOUT", s.http_read_timeout),
+            ("HTTP_WRITE_TIMEOUT", s.http_write_timeout),
+            ("GRPC_HANDSHAKE_TIMEOUT", s.grpc_handshake_timeout),
+            ("GRPC_MAX_CONNECTION_IDLE", s.grpc_max_connection_idle),
+            ("GRPC_MAX_CONNECTION_AGE", s.grpc_max_connection_age),
+        ] {
+            if d.is_zero() {
+                return Err(SettingsError(format!("{name}: must be longer than 0")));
+            }
+        }
         if !(0.0..=1.0).contains(&s.near_limit_ratio) {
             return Err(SettingsError(format!(
                 "NEAR_LIMIT_RATIO: {} is not between 0 and 1",
@@ -347,6 +412,31 @@ mod tests {
         );
         assert!(settings(&[("NEAR_LIMIT_RATIO", "1.5")]).is_err());
         assert!(settings(&[("BACKEND_TYPE", "memcache")]).is_err());
+        assert_eq!(
+            settings(&[("HTTP_MAX_CONNECTIONS", "0")]).unwrap_err().0,
+            "HTTP_MAX_CONNECTIONS: must be at least 1"
+        );
+        assert_eq!(
+            settings(&[("GRPC_HANDSHAKE_TIMEOUT", "0")]).unwrap_err().0,
+            "GRPC_HANDSHAKE_TIMEOUT: must be longer than 0"
+        );
+    }
+
+    #[test]
+    fn connection_and_load_bounds_default_to_safe_values() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.grpc_max_connection_age, Duration::from_secs(24 * 3600));
+        assert_eq!(s.grpc_max_connection_age_grace, Duration::from_secs(3600));
+        assert_eq!(
+            (s.http_max_connections, s.grpc_max_connections),
+            (256, 4096)
+        );
+        assert_eq!(s.http_read_timeout, Duration::from_secs(10));
+        assert_eq!(s.grpc_handshake_timeout, Duration::from_secs(10));
+        assert_eq!(s.runtime_max_file_bytes, 4 << 20);
+        assert_eq!(s.runtime_max_total_bytes, 16 << 20);
+        assert_eq!(s.runtime_max_depth, 64);
+        assert_eq!(s.stats_max_keys, 10_000);
     }
 
     #[test]
