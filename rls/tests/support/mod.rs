@@ -289,11 +289,22 @@ impl Rls {
     }
 
     pub fn start_in(root: PathBuf, redis_url: &str, env: &[(&str, &str)]) -> Rls {
+        Rls::start_wrapped(root, redis_url, env, &[])
+    }
+
+    /// The service started through `wrapper`, a command that runs the rest
+    /// of its arguments in its own place (`prlimit --nofile=... --`).
+    pub fn start_wrapped(
+        root: PathBuf,
+        redis_url: &str,
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> Rls {
         // A port found free may be taken before the service binds it (by
         // another test's connection): try other ports.
         let mut last = String::new();
         for _ in 0..3 {
-            match Rls::try_start(root.clone(), redis_url, env) {
+            match Rls::try_start(root.clone(), redis_url, env, wrapper) {
                 Ok(r) => return r,
                 Err(e) if e.contains("Address already in use") => last = e,
                 Err(e) => panic!("{e}"),
@@ -302,11 +313,24 @@ impl Rls {
         panic!("{last}");
     }
 
-    fn try_start(root: PathBuf, redis_url: &str, env: &[(&str, &str)]) -> Result<Rls, String> {
+    fn try_start(
+        root: PathBuf,
+        redis_url: &str,
+        env: &[(&str, &str)],
+        wrapper: &[&str],
+    ) -> Result<Rls, String> {
         let (grpc_port, http_port, debug_port, metrics_port) =
             (free_port(), free_port(), free_port(), free_port());
         let log = root.join("rls.log");
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_redis-cell-rls"));
+        let bin = env!("CARGO_BIN_EXE_redis-cell-rls");
+        let mut cmd = match wrapper.split_first() {
+            None => Command::new(bin),
+            Some((first, rest)) => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(bin);
+                c
+            }
+        };
         cmd.env_clear()
             .env("HOST", "127.0.0.1")
             .env("GRPC_HOST", "127.0.0.1")
@@ -364,6 +388,11 @@ impl Rls {
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(r)
+    }
+
+    /// The service's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     pub fn log_text(&self) -> String {
