@@ -147,7 +147,12 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             );
             loop {
                 tokio::time::sleep(state.settings.stats_flush_interval).await;
-                for chunk in state.stats.statsd_lines().chunks(20) {
+                let st = state.clone();
+                // Many series take a while to format: off the request threads.
+                let lines = tokio::task::spawn_blocking(move || st.stats.statsd_lines())
+                    .await
+                    .unwrap_or_default();
+                for chunk in lines.chunks(20) {
                     let _ = sock.send_to(chunk.join("\n").as_bytes(), &target).await;
                 }
             }

@@ -38,8 +38,8 @@ pub struct Bounds {
 impl Default for Bounds {
     fn default() -> Self {
         Bounds {
-            max_file_bytes: 4 << 20,
-            max_total_bytes: 16 << 20,
+            max_file_bytes: 1 << 20,
+            max_total_bytes: 4 << 20,
             max_depth: 64,
         }
     }
@@ -317,11 +317,18 @@ fn load_bounded(state: &State, timeout: Duration) -> Result<Config, ConfigError>
     let spawned = std::thread::Builder::new()
         .name("config-load".into())
         .spawn(move || {
+            // Cleared even if the parser panics, or no load would run again.
+            struct Done;
+            impl Drop for Done {
+                fn drop(&mut self) {
+                    LOADING.store(false, Ordering::Release);
+                }
+            }
+            let _done = Done;
             let r = read_files(&dir, &prefix, ignore_dot, &b)
                 .map_err(ConfigError)
                 .and_then(|files| Config::load(&files, merge));
             let _ = tx.send(r);
-            LOADING.store(false, Ordering::Release);
             give_back_memory();
         });
     if let Err(e) = spawned {
@@ -330,9 +337,12 @@ fn load_bounded(state: &State, timeout: Duration) -> Result<Config, ConfigError>
     }
     match rx.recv_timeout(timeout) {
         Ok(r) => r,
-        Err(_) => Err(ConfigError(format!(
+        Err(mpsc::RecvTimeoutError::Timeout) => Err(ConfigError(format!(
             "loading took longer than {timeout:?} (RUNTIME_LOAD_TIMEOUT): refused"
         ))),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Err(ConfigError("the load stopped without a result".into()))
+        }
     }
 }
 

@@ -268,8 +268,8 @@ impl Settings {
             merge_domain_config: e.b("MERGE_DOMAIN_CONFIG", false)?,
             all_or_nothing: e.b("ALL_OR_NOTHING", false)?,
             runtime_poll_interval: e.d("RUNTIME_POLL_INTERVAL", Duration::from_secs(1))?,
-            runtime_max_file_bytes: e.n("RUNTIME_MAX_FILE_BYTES", 4 << 20)?,
-            runtime_max_total_bytes: e.n("RUNTIME_MAX_TOTAL_BYTES", 16 << 20)?,
+            runtime_max_file_bytes: e.n("RUNTIME_MAX_FILE_BYTES", 1 << 20)?,
+            runtime_max_total_bytes: e.n("RUNTIME_MAX_TOTAL_BYTES", 4 << 20)?,
             runtime_max_depth: e.n("RUNTIME_MAX_DEPTH", 64)?,
             runtime_load_timeout: e.d("RUNTIME_LOAD_TIMEOUT", Duration::from_secs(10))?,
             stats_max_keys: e.n("STATS_MAX_KEYS", crate::stats::DEFAULT_MAX_KEYS)?,
@@ -433,8 +433,8 @@ mod tests {
         );
         assert_eq!(s.http_read_timeout, Duration::from_secs(10));
         assert_eq!(s.grpc_handshake_timeout, Duration::from_secs(10));
-        assert_eq!(s.runtime_max_file_bytes, 4 << 20);
-        assert_eq!(s.runtime_max_total_bytes, 16 << 20);
+        assert_eq!(s.runtime_max_file_bytes, 1 << 20);
+        assert_eq!(s.runtime_max_total_bytes, 4 << 20);
         assert_eq!(s.runtime_max_depth, 64);
         assert_eq!(s.stats_max_keys, 10_000);
     }
