@@ -4,6 +4,7 @@ valkey-py's or coredis' (as limits' asyncio storages give them)."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Union, cast
@@ -68,6 +69,11 @@ class AsyncCell:
         self._script: AsyncScript | None = None
         self._coredis = type(client).__module__.startswith("coredis")
         self._errors = response_errors(client)
+        # Reloads of a lost library (see Cell): how many succeeded, and the
+        # one under way, which every call that found the library missing
+        # meanwhile awaits instead of sending its own.
+        self._loads = 0
+        self._reloading: asyncio.Task[None] | None = None
 
     async def _send(
         self, *words: Any, key_range: tuple[int, int] | None = None, **routing: Any
@@ -126,13 +132,14 @@ class AsyncCell:
         see ``Cell.run``."""
         engine = await self.engine()
         check(call, engine)
+        loads = self._loads
         try:
             try:
                 reply = await self._attempt(call, engine)
             except self._errors as error:
                 if not lost_library(error, engine):
                     raise
-                await self._reload(error)
+                await self._reload(error, loads)
                 try:
                     reply = await self._attempt(call, engine)
                 except self._errors as again:
@@ -146,11 +153,29 @@ class AsyncCell:
             raise converted from error
         return call.parse(reply)
 
-    async def _reload(self, lost: Exception) -> None:
+    async def _reload(self, lost: Exception, loads: int) -> None:
+        """Loads the library again, or awaits the load under way, unless one
+        succeeded since this call was sent (``loads`` is the count it saw)."""
+        if self._loads != loads:
+            return
+        pending = self._reloading
+        if (
+            pending is None
+            or pending.done()
+            or pending.get_loop() is not asyncio.get_running_loop()
+        ):
+            pending = asyncio.ensure_future(self._load_once())
+            self._reloading = pending
         try:
-            await self.load_functions(replace=True)
+            # Shielded: a caller cancelled while it waits leaves the load to
+            # the others.
+            await asyncio.shield(pending)
         except self._errors as refused:
             raise load_failed(lost, refused) from refused
+
+    async def _load_once(self) -> None:
+        await self.load_functions(replace=True)
+        self._loads += 1
 
     async def _attempt(self, call: Call[T], engine: Engine) -> Any:
         if engine is Engine.EVAL:

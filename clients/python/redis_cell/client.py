@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Union, cast
 
@@ -58,6 +59,11 @@ class Cell:
         self._engine = engine_of(engine)
         self._script: Script | None = None
         self._errors = response_errors(client)
+        # Reloads of a lost library: how many succeeded, and one at a time,
+        # so that the calls of many threads that all found it missing
+        # cost the server one FUNCTION LOAD, not one each.
+        self._loads = 0
+        self._reload_lock = threading.Lock()
 
     def _send(self, *words: Any, **options: Any) -> Any:
         # Looked up at each call (not kept bound), so that a client patched
@@ -104,13 +110,14 @@ class Cell:
         the call sent once more (see ``_engine``)."""
         engine = self.engine
         check(call, engine)
+        loads = self._loads
         try:
             try:
                 reply = self._attempt(call, engine)
             except self._errors as error:
                 if not lost_library(error, engine):
                     raise
-                self._reload(error)
+                self._reload(error, loads)
                 try:
                     reply = self._attempt(call, engine)
                 except self._errors as again:
@@ -124,11 +131,17 @@ class Cell:
             raise converted from error
         return call.parse(reply)
 
-    def _reload(self, lost: Exception) -> None:
-        try:
-            self.load_functions(replace=True)
-        except self._errors as refused:
-            raise load_failed(lost, refused) from refused
+    def _reload(self, lost: Exception, loads: int) -> None:
+        """Loads the library again, unless another thread did since this
+        call was sent (``loads`` is the count it saw then)."""
+        with self._reload_lock:
+            if self._loads != loads:
+                return
+            try:
+                self.load_functions(replace=True)
+            except self._errors as refused:
+                raise load_failed(lost, refused) from refused
+            self._loads += 1
 
     def _attempt(self, call: Call[T], engine: Engine) -> Any:
         if engine is Engine.EVAL:

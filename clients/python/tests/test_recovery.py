@@ -119,31 +119,45 @@ async def test_function_flush_then_an_async_call_reloads_the_library(bare: Any) 
 
 @needs_functions
 def test_clients_reloading_at_once_all_succeed(bare: Any) -> None:
-    """FUNCTION LOAD REPLACE: a second load replaces the first, it never fails
-    as "library already exists"."""
+    """Clients of their own (processes, say) that find the library missing at
+    once each load it: FUNCTION LOAD REPLACE replaces, it never fails as
+    "library already exists". Threads or tasks sharing one Cell send one
+    FUNCTION LOAD between them."""
     Cell(bare.client).load_functions()
-    bare.client.execute_command("FUNCTION FLUSH")
     key = f"t:{uuid.uuid4().hex}"
-    results: list[Any] = []
-    start = threading.Barrier(8)
 
-    def call() -> None:
-        client = redis.Redis("127.0.0.1", bare.port)
-        cell = Cell(client, engine="functions")
-        start.wait()
-        try:
-            results.append(cell.sw_allow(key, 100, 60))
-        except Exception as error:
-            results.append(error)
-        client.close()
+    def burst(cell_of: Any, name: str) -> list[Any]:
+        bare.client.execute_command("FUNCTION FLUSH")
+        results: list[Any] = []
+        start = threading.Barrier(8)
 
-    threads = [threading.Thread(target=call) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert all(isinstance(r, Decision) for r in results), results
-    assert sorted(r.remaining for r in results) == list(range(92, 100))
+        def call() -> None:
+            cell = cell_of()
+            start.wait()
+            try:
+                results.append(cell.sw_allow(key + name, 100, 60))
+            except Exception as error:
+                results.append(error)
+
+        threads = [threading.Thread(target=call) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert all(isinstance(r, Decision) for r in results), results
+        return sorted(r.remaining for r in results)
+
+    clients: list[redis.Redis] = []
+
+    def own_cell() -> Cell:
+        clients.append(redis.Redis("127.0.0.1", bare.port))
+        return Cell(clients[-1], engine="functions")
+
+    assert burst(own_cell, ":own") == list(range(92, 100))
+    shared = Cell(redis.Redis("127.0.0.1", bare.port), engine="functions")
+    before = _commandstats(bare.client, "function|load")["calls"]
+    assert burst(lambda: shared, ":shared") == list(range(92, 100))
+    assert _commandstats(bare.client, "function|load")["calls"] - before == 1
 
     async def many() -> list[Decision]:
         bare.client.execute_command("FUNCTION FLUSH")
@@ -153,7 +167,11 @@ def test_clients_reloading_at_once_all_succeed(bare: Any) -> None:
         await client.aclose()
         return list(out)
 
+    before = _commandstats(bare.client, "function|load")["calls"]
     assert sorted(d.remaining for d in asyncio.run(many())) == list(range(90, 100))
+    assert _commandstats(bare.client, "function|load")["calls"] - before == 1
+    for client in clients:
+        client.close()
 
 
 def _commandstats(client: redis.Redis, name: str) -> dict[str, int]:
@@ -179,6 +197,21 @@ def test_a_library_that_cannot_be_loaded_raises_once(bare: Any) -> None:
     assert "NOPERM" in error.value.message or "permission" in error.value.message
     after = _commandstats(bare.client, "function|load").get("rejected_calls", 0)
     assert after - before == 1
+
+    async def burst() -> list[Any]:
+        aclient = redis.asyncio.Redis(
+            host="127.0.0.1", port=bare.port, username="app", password="pw"
+        )
+        acell = AsyncCell(aclient, engine="functions")
+        calls = (acell.throttle("k", 1, 1, 60) for _ in range(5))
+        out = await asyncio.gather(*calls, return_exceptions=True)
+        await aclient.aclose()
+        return list(out)
+
+    # Five calls at once on one AsyncCell: one refused load, five errors.
+    assert all(isinstance(r, LibraryMissingError) for r in asyncio.run(burst()))
+    again = _commandstats(bare.client, "function|load").get("rejected_calls", 0)
+    assert again - after == 1
     uri = f"rediscell://app:pw@127.0.0.1:{bare.port}?engine=functions"
     storage = storage_from_string(uri)
     assert storage.check() is False
