@@ -109,18 +109,19 @@ async fn handle(
         r = tokio::time::timeout(settings.http_read_timeout, read_request(&mut s)) => r,
         _ = &mut slot.evicted => return Ok(()),
     };
-    let (method, path, body) = match read {
+    let request = match read {
         Err(_) | Ok(Ok(Read::Closed)) => return Ok(()),
         Ok(Err(e)) => return Err(e),
-        Ok(Ok(Read::TooLarge)) => (String::new(), String::new(), Vec::new()),
-        Ok(Ok(Read::Request { method, path, body })) => (method, path, body),
+        Ok(Ok(r)) => r,
     };
     let _busy = slot.state.begin();
     let answer = async {
-        if path.is_empty() {
-            return respond(&mut s, 431, "text/plain", "headers too large\n").await;
+        match request {
+            Read::Request { method, path, body } => {
+                route(&mut s, site, http, &method, &path, &body).await
+            }
+            _ => respond(&mut s, 431, "text/plain", "headers too large\n").await,
         }
-        route(&mut s, site, http, &method, &path, &body).await
     };
     tokio::time::timeout(settings.http_write_timeout, answer)
         .await
