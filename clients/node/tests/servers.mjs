@@ -142,7 +142,19 @@ async function spawnServer({ module, cluster, bin, port }) {
       throw new Error(`the module did not load on port ${port}`);
     }
   }
-  return { server: { port, url: `redis://127.0.0.1:${port}`, stop } };
+  /**
+   * Kills the server and starts a fresh one on the same port, as a crash
+   * and a restart without persistence do: every key and function is gone.
+   */
+  async function restart() {
+    child.kill("SIGKILL");
+    await new Promise((r) => (exited ? r() : child.once("exit", r)));
+    stop();
+    const again = await spawnServer({ module, cluster, bin, port });
+    if (!again.server) throw new Error(`${bin} did not start again on port ${port}: ${again.log}`);
+    return again.server;
+  }
+  return { server: { port, url: `redis://127.0.0.1:${port}`, stop, restart } };
 }
 
 /** A cluster of three masters on loopback, slots split evenly. */
