@@ -183,6 +183,122 @@ test("RateLimiterCellGcra: a smooth refill with rate-limiter-flexible's answers"
   }
 });
 
+/** The key's PTTL, read with either client. */
+const pttl = (name, client, key) => (name === "ioredis" ? client.pttl(key) : client.sendCommand(["PTTL", key]));
+
+for (const name of clientNames) {
+  const extra = name === "ioredis" ? {} : { useRedisPackage: true };
+  describe(`rate-limiter-flexible's RateLimiterRedis cases, ${name}`, () => {
+    test("customDuration sets the key's expiry, as RateLimiterRedis's does", async () => {
+      for (const { engine, server } of servers) {
+        const { client, close } = await CLIENTS[name].single(server.port);
+        try {
+          const prefix = `cd:${name}:${engine}`;
+          const theirs = new RateLimiterRedis({ storeClient: client, keyPrefix: `${prefix}:redis`, points: 2, duration: 5, ...extra });
+          const ours = new RateLimiterCell({ storeClient: client, keyPrefix: `${prefix}:cell`, points: 2, duration: 5 });
+          for (const [l, who] of [[theirs, "RateLimiterRedis"], [ours, "RateLimiterCell"]]) {
+            const at = `${engine}, ${who}`;
+            const res = await l.consume("k", 1, { customDuration: 1 });
+            // rate-limiter-flexible's own assertion, and the key's TTL: the
+            // given second, not the limiter's five.
+            assert.ok(res.msBeforeNext <= 1000 && res.msBeforeNext > 500, `${at}: msBeforeNext ${res.msBeforeNext}`);
+            const ttl = await pttl(name, client, l.getKey("k"));
+            assert.ok(ttl <= 1000 && ttl > 500, `${at}: PTTL ${ttl}`);
+            // A second consume keeps the window it found.
+            assert.ok((await l.consume("k", 1, { customDuration: 3 })).msBeforeNext <= 1000, at);
+            // customDuration 0: a counter that never expires.
+            const never = await l.consume("never", 1, { customDuration: 0 });
+            assert.equal(never.msBeforeNext, -1, at);
+            assert.equal(await pttl(name, client, l.getKey("never")), -1, at);
+            // penalty takes it too.
+            await l.penalty("p", 1, { customDuration: 2 });
+            const p = await pttl(name, client, l.getKey("p"));
+            assert.ok(p <= 2000 && p > 1500, `${at}: penalty PTTL ${p}`);
+          }
+          // The GCRA variant: customDuration is the call's period (one point
+          // back every customDuration / points), so the key is full again,
+          // and expires, after 1 s / 2 for one point.
+          const gcra = new RateLimiterCellGcra({ storeClient: client, keyPrefix: `${prefix}:gcra`, points: 2, duration: 5 });
+          const g = await gcra.consume("k", 1, { customDuration: 1 });
+          assert.ok(g.msBeforeNext <= 500 && g.msBeforeNext > 250, `${engine}, gcra: ${g.msBeforeNext}`);
+          const gt = await pttl(name, client, gcra.getKey("k"));
+          assert.ok(gt <= 500 && gt > 250, `${engine}, gcra: PTTL ${gt}`);
+          await assert.rejects(gcra.consume("z", 1, { customDuration: 0 }), (e) => e instanceof TypeError && /customDuration/.test(e.message));
+        } finally {
+          await close();
+        }
+      }
+    });
+
+    test("the in-memory block expires with the blocked key, as RateLimiterRedis's does", async () => {
+      const runs = [];
+      for (const { engine, server } of servers) {
+        const { client, close } = await CLIENTS[name].single(server.port);
+        const limiters = {
+          RateLimiterRedis: (o) => new RateLimiterRedis({ ...o, ...extra }),
+          RateLimiterCell: (o) => new RateLimiterCell(o),
+          RateLimiterCellGcra: (o) => new RateLimiterCellGcra(o),
+        };
+        for (const [who, mk] of Object.entries(limiters)) {
+          runs.push(
+            (async () => {
+              const at = `${engine}, ${who}`;
+              const keyPrefix = `mem:${name}:${engine}:${who}`;
+              // Blocked in memory for the key's own time to live.
+              const l = mk({ storeClient: client, keyPrefix, points: 1, duration: 1, inMemoryBlockOnConsumed: 1 });
+              const first = await l.consume("a");
+              const blocked = l._inMemoryBlockedKeys.msBeforeExpire(l.getKey("a"));
+              assert.ok(blocked > 0 && blocked <= 1000 && blocked <= first.msBeforeNext, `${at}: blocked ${blocked}, msBeforeNext ${first.msBeforeNext}`);
+              // rate-limiter-flexible's "expire inMemory blocked key": after
+              // the block, the key has expired too and a new window opens.
+              const m = mk({ storeClient: client, keyPrefix, points: 1, duration: 1, inMemoryBlockOnConsumed: 2, inMemoryBlockDuration: 2 });
+              await assert.rejects(m.consume("b", 2), (e) => e instanceof RateLimiterRes, at);
+              await sleep(2001);
+              const after = await m.consume("b");
+              assert.ok(after.msBeforeNext <= 1000 && after.remainingPoints === 0, `${at}: ${JSON.stringify(after)}`);
+            })(),
+          );
+        }
+        runs.push(Promise.allSettled(runs.slice()).then(close));
+      }
+      const results = await Promise.allSettled(runs);
+      const failed = results.find((r) => r.status === "rejected");
+      if (failed) throw failed.reason;
+    });
+
+    test("a client that is not ready: the call fails as RateLimiterRedis's does, not the constructor", async () => {
+      const real = await CLIENTS[name].single(servers[0].server.port);
+      // Closed for good: the clients answer every call with their own error.
+      if (name === "ioredis") real.client.disconnect();
+      else await real.client.disconnect();
+      // The shapes rate-limiter-flexible's tests give for clients that are not ready.
+      const fakes = [{ status: "closed" }, { isReady: () => false }, { isReady: false }, { _slots: { getClient: () => ({ isReady: false }) }, isOpen: true }];
+      for (const rejectIfRedisNotReady of [false, true]) {
+        for (const L of [RateLimiterCell, RateLimiterCellGcra]) {
+          const at = `${L.name}, rejectIfRedisNotReady ${rejectIfRedisNotReady}`;
+          const opts = { storeClient: real.client, points: 2, duration: 1, rejectIfRedisNotReady };
+          const theirs = new RateLimiterRedis({ ...opts, ...extra });
+          const ours = new L(opts);
+          for (const call of [(l) => l.consume("k"), (l) => l.get("k"), (l) => l.penalty("k")]) {
+            const [a, b] = [await outcome(call(ours)), await outcome(call(theirs))];
+            assert.equal(a.ok, false, at);
+            assert.equal(b.ok, false, at);
+            assert.equal(a.value.constructor, b.value.constructor, at);
+            assert.equal(a.value.message, b.value.message, at);
+          }
+          if (rejectIfRedisNotReady) {
+            for (const storeClient of fakes) {
+              const l = new L({ storeClient, points: 2, duration: 1, rejectIfRedisNotReady });
+              await assert.rejects(l.consume("k"), { message: "Redis connection is not ready" }, at);
+              await assert.rejects(l.get("k"), { message: "Redis connection is not ready" }, at);
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
 // The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
 if (process.env.CELL_NODE_CLUSTER !== "0") {
   describe("RateLimiterCell on a cluster", () => {
