@@ -1,8 +1,9 @@
 // Builds the package: the Lua sources as a TypeScript module (so that both
 // the ESM and the CommonJS builds carry them without reading files), the
-// twin's library copied beside the builds, then tsc twice.
+// twin's library copied beside the builds, then tsc twice. npm pack runs it
+// (prepack), so that a tarball always carries a fresh dist/.
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -44,6 +45,7 @@ if (process.argv.includes("--generate-only")) process.exit(0);
 const dist = join(root, "dist");
 rmSync(dist, { recursive: true, force: true });
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
+if (!existsSync(tsc)) throw new Error(`no TypeScript at ${tsc}: run npm ci in ${root} first`);
 execFileSync(process.execPath, [tsc, "-p", join(root, "tsconfig.esm.json")], { stdio: "inherit" });
 execFileSync(process.execPath, [tsc, "-p", join(root, "tsconfig.cjs.json")], { stdio: "inherit" });
 writeFileSync(join(dist, "cjs", "package.json"), '{ "type": "commonjs" }\n');

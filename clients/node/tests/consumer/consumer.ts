@@ -1,5 +1,5 @@
 // A consumer's file: tsc --noEmit checks it against the installed package's types.
-import { Cell, RedisCellError, loadFunctions, type Decision } from "redis-cell";
+import { Cell, LibraryMissingError, LimiterMismatchError, RedisCellError, loadFunctions, type Decision } from "redis-cell";
 import { RedisCellStore } from "redis-cell/express-rate-limit";
 import { RedisCellThrottlerStorage } from "redis-cell/nestjs";
 import { RateLimiterCell, RateLimiterCellGcra } from "redis-cell/rate-limiter-flexible";
@@ -19,6 +19,8 @@ export async function check(): Promise<Decision> {
   return d;
 }
 export const err = (e: unknown): string | undefined => (e instanceof RedisCellError ? e.reply : undefined);
+export const holds = (e: unknown): string | undefined => (e instanceof LimiterMismatchError ? `${e.key}: ${e.holds}` : undefined);
+export const lost = (e: unknown): string | undefined => (e instanceof LibraryMissingError ? e.reply : undefined);
 export const store = new RedisCellStore({ sendCommand: (...args: string[]) => redis.call(args[0] ?? "", ...args.slice(1)) as never, algorithm: "sliding" });
 export const storage = new RedisCellThrottlerStorage(redis);
 export const limiter = new RateLimiterCell({ storeClient: redis, points: 5, duration: 1 });
