@@ -52,7 +52,8 @@ interface RedisInternals {
  * RateLimiterRes; the same state (an INCR counter with a TTL), written by
  * FW.INCR (module or Functions twin). One difference: a reward never takes
  * the count below 0 (FW.REFUND), where RateLimiterRedis stores negative
- * points that a later burst can spend.
+ * points that a later burst can spend. A key that holds another limiter's
+ * state (RateLimiterCellGcra's time) is a LimiterMismatchError.
  */
 export class RateLimiterCell extends rlf.RateLimiterRedis {
   readonly #opts: RateLimiterCellOptions;
@@ -142,8 +143,9 @@ export class RateLimiterCell extends rlf.RateLimiterRedis {
  * instead of a window that empties at once. A refused consume takes
  * nothing; msBeforeNext is then when it can succeed, and otherwise when the
  * bucket is full again. reward gives points back (CL.REFUND); penalty takes
- * them only where they fit. A GCRA key holds a time, not a count: `block`,
- * `set` and `blockDuration` are not offered.
+ * them only where they fit. A call's `customDuration` is its period (0 is
+ * refused: a bucket that never refills is no GCRA). A GCRA key holds a
+ * time, not a count: `block`, `set` and `blockDuration` are not offered.
  */
 export class RateLimiterCellGcra extends RateLimiterCell {
   constructor(opts: RateLimiterCellOptions) {
