@@ -212,7 +212,9 @@ export class Engine {
     try {
       return await this.#send(engine, name, keys, args);
     } catch (e) {
-      if (engine === "functions" && e instanceof LibraryMissingError) return this.#reloadAndRetry(name, keys, args, e);
+      if (engine === "functions" && e instanceof LibraryMissingError && e.reply?.startsWith(FUNCTION_NOT_FOUND_TEXT)) {
+        return this.#reloadAndRetry(name, keys, args, e);
+      }
       throw await this.#explain(engine, name, keys, e);
     }
   }

@@ -118,6 +118,8 @@ export class LibraryMissingError extends EngineNotFoundError {
 const MODULE_COMMAND = /^ERR unknown command [`']((?:CL|SW|FW|CC)\.[A-Za-z]+|GCRA)[`']/;
 /** The module's (and the twin's) texts for a string that is not the command's state. */
 const STATE_OF_ANOTHER_KIND = /^ERR key holds (a string that is not a valid|an exact sliding window;|an APPROX sliding window;)/;
+/** Redis 6.2 has no Functions: FCALL itself is unknown there. */
+const NO_FCALL = /^ERR unknown command [`']FCALL(_RO)?[`']/;
 /** Functions' reply when the library (or one of its functions) is not loaded, on every server with Functions. */
 export const FUNCTION_NOT_FOUND = "ERR Function not found";
 
@@ -129,6 +131,13 @@ export function fromReply(reply: string, cause?: unknown): RedisCellError | Engi
       ...options,
       reply,
     });
+  }
+  if (NO_FCALL.test(reply)) {
+    return new LibraryMissingError(
+      "redis-cell: the server has no Functions (FCALL is unknown: Redis before 7.0), so the twin's library cannot be " +
+        "loaded there: use the twin as an EVAL script ({ engine: \"eval\" }), or the module",
+      { ...options, reply },
+    );
   }
   const unknown = MODULE_COMMAND.exec(reply);
   if (unknown) {

@@ -210,6 +210,24 @@ describe("the twin's library, lost and loaded again", { skip: !functions && "the
   }
 });
 
+test("a server without Functions: the twin's engine answers LibraryMissingError, and loads nothing", { skip: functions && "the server has Functions" }, async () => {
+  const server = await startServer({ module: false });
+  const { client, close } = await CLIENTS.ioredis.single(server.port);
+  try {
+    const log = [];
+    await assert.rejects(new Cell(counting(client, log), { engine: "functions" }).fwIncr("k", 1, 1), (e) => {
+      assert.ok(e instanceof LibraryMissingError, String(e));
+      assert.match(e.reply, /^ERR unknown command [`']FCALL[`']/);
+      assert.match(e.message, /the server has no Functions/);
+      return true;
+    });
+    assert.deepEqual(log, ["FCALL fw_incr"]);
+  } finally {
+    await close();
+    server.stop();
+  }
+});
+
 describe("a server without the module", () => {
   for (const name of clientNames) {
     test(`the module's engine answers ModuleMissingError, not a bad-argument error (${name})`, async () => {
