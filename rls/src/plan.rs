@@ -9,6 +9,10 @@ use crate::config::{Algorithm, Entry, RateLimit};
 /// Far below 2^63 so that no count a real fleet reaches overflows it.
 pub const COUNTING_LIMIT: i64 = 1 << 62;
 
+/// The most limiters one `CL.THROTTLEALL` takes; a request with more is
+/// charged in several calls, held together as calls of different hits are.
+pub const MAX_LIMITERS: usize = 100;
+
 /// How a request's descriptors are charged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -352,7 +356,10 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
         // allowed calls took when another refuses ([`undo`]).
         let mut by_hits: Vec<(u64, Vec<Held>)> = Vec::new();
         for h in all {
-            match by_hits.iter_mut().find(|(q, _)| *q == h.hits) {
+            match by_hits
+                .iter_mut()
+                .find(|(q, g)| *q == h.hits && g.len() < MAX_LIMITERS)
+            {
                 Some((_, g)) => g.push(h),
                 None => by_hits.push((h.hits, vec![h])),
             }

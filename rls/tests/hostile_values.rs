@@ -448,3 +448,40 @@ async fn the_largest_rules_that_load_work_against_the_module() {
         }
     }
 }
+
+/// `CL.THROTTLEALL` takes at most 100 limiters: a request with more is
+/// several calls, held together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_takes_any_number_of_descriptors() {
+    not_near_hour_end();
+    let redis = Redis::start();
+    let cfg = "domain: many
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: closed
+    rate_limit: {unit: hour, requests_per_unit: 0}
+";
+    let rls = Rls::start(
+        &redis.url(),
+        &[("many.yaml", cfg)],
+        &[("ALL_OR_NOTHING", "true")],
+    );
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let users: Vec<RateLimitDescriptor> = (0..250)
+        .map(|i| desc(&[("user", &format!("{u}-{i}"))]))
+        .collect();
+    let r = call(&mut c, request("many", users.clone())).await;
+    assert_eq!(r.overall_code, OK, "{r:?}");
+    assert!(codes(&r).iter().all(|&c| c == OK));
+    let mut refused = users;
+    refused.push(desc(&[("closed", &u)]));
+    let r = call(&mut c, request("many", refused)).await;
+    assert_eq!(r.overall_code, OVER);
+    assert_eq!(codes(&r)[250], OVER);
+    let h = hour();
+    for i in [0, 99, 100, 199, 200, 249] {
+        assert_eq!(redis.get_int(&format!("many_user_{u}-{i}_{h}")), 1, "{i}");
+    }
+}

@@ -386,3 +386,30 @@ fn negative_hits_are_refunds() {
     let p = plan(&[neg(sw, 1)], Mode::Reference);
     assert_eq!(p.commands, vec![vec!["SW.REFUND", "k0", "3", "60", "1"]]);
 }
+
+#[test]
+fn a_call_takes_at_most_a_hundred_limiters() {
+    let l = limit("{unit: hour, requests_per_unit: 5}");
+    let cs: Vec<Charge> = (0..250).map(|i| charge(i, l.clone(), 1)).collect();
+    let p = plan(&cs, Mode::AllOrNothing);
+    let sizes: Vec<&str> = p
+        .commands
+        .iter()
+        .filter(|c| c[0] == "CL.THROTTLEALL")
+        .map(|c| c[1].as_str())
+        .collect();
+    assert_eq!(sizes, vec!["100", "100", "50"]);
+    let mut replies = Vec::new();
+    for c in &p.commands {
+        replies.push(if c[0] == "CL.THROTTLEALL" {
+            vec![i64::from(c[1] == "50"), 5, 4, -1, 1, 1]
+        } else {
+            vec![0, 5, 4, -1, 1]
+        });
+    }
+    // The last call refused: the first two are held, to be given back.
+    let r = interpret(&p, &cs, &replies).unwrap();
+    assert!(r.refused);
+    assert_eq!(r.charged.len(), 200);
+    assert_eq!(undo(&cs, &r.charged).commands.len(), 200);
+}
