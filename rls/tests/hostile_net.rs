@@ -124,6 +124,8 @@ async fn idle_grpc_connections_are_capped_and_closed() {
         &[
             ("GRPC_MAX_CONNECTIONS", "20"),
             ("GRPC_HANDSHAKE_TIMEOUT", "3s"),
+            ("GRPC_MAX_CONNECTION_IDLE", "1s"),
+            ("REDIS_TIMEOUT", "10s"),
         ],
     );
     let base = open_fds(rls.pid());
@@ -135,6 +137,29 @@ async fn idle_grpc_connections_are_capped_and_closed() {
     assert_eq!(limit_of(&rls, &k).await, Some(1));
     wait_all_closed("idle gRPC", &mut idle, Duration::from_secs(6));
     assert_eq!(limit_of(&rls, &k).await, Some(1));
+    // Past its handshake (the preface and an empty SETTINGS frame), a
+    // connection without a request is closed after the idle bound.
+    let mut quiet = TcpStream::connect(("127.0.0.1", rls.grpc_port)).unwrap();
+    quiet
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .unwrap();
+    quiet
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    // Before its handshake deadline (3 s).
+    wait_all_closed(
+        "an idle HTTP/2 connection",
+        std::slice::from_mut(&mut quiet),
+        Duration::from_millis(2500),
+    );
+    // A connection whose request outlasts the idle bound is busy, not idle.
+    let mut c = rls.client().await;
+    call(&mut c, request("net", vec![desc(&[("k", &k)])])).await;
+    redis.cmd(&["CLIENT", "PAUSE", "2000", "ALL"]);
+    let r = c
+        .should_rate_limit(request("net", vec![desc(&[("k", &k)])]))
+        .await;
+    assert!(r.is_ok(), "a request held 2 s by Redis: {r:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
