@@ -204,3 +204,19 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_caps_fit_in_the_nofile_limit() {
+        let s = Settings::from_lookup(&|_| None).unwrap();
+        assert_eq!(connection_caps(&s, 1 << 20), (256, 4096));
+        // 1024 - 64 - 2 * 10 for Redis = 940 descriptors for 2 * 256 + 4096.
+        let (h, g) = connection_caps(&s, 1024);
+        assert_eq!((h, g), (52, 835));
+        assert!(2 * h + g <= 940);
+        assert_eq!(connection_caps(&s, 10), (1, 2), "at least one each");
+    }
+}
