@@ -512,10 +512,8 @@ pub fn kind_of(word: &[u8]) -> Option<Kind> {
 /// A limiter read from its words, and the options read with it.
 pub struct Read<'a> {
     pub limiter: Limiter,
-    /// The limiter's own options, then the `extra` ones, by position.
+    /// The limiter's own options and the `extra` ones.
     pub options: Found<'a>,
-    /// Where the `extra` options start in `options`.
-    pub own: usize,
     /// The first word not taken.
     pub next: usize,
 }
@@ -536,8 +534,8 @@ pub fn read<'a>(
     missing: CmdError,
 ) -> Result<Read<'a>, CmdError> {
     const GCRA: &[Opt] = &[];
-    const SW: &[Opt] = &[Opt::Flag("APPROX")];
-    const FW: &[Opt] = &[Opt::Flag("ALIGN"), Opt::Keyword("TZ")];
+    const SW: &[Opt] = &[options::APPROX];
+    const FW: &[Opt] = &[options::ALIGN, options::TZ];
     let (params, own) = match kind {
         Kind::Gcra => (3, GCRA),
         Kind::Sliding => (2, SW),
@@ -557,13 +555,17 @@ pub fn read<'a>(
     let p = |i: usize| word(at + i).unwrap_or_default();
     let limiter = match kind {
         Kind::Gcra => Limiter::Gcra(gcra(p(0), p(1), p(2))?),
-        Kind::Sliding => sliding(p(0), p(1), options.has(0))?,
-        Kind::Fixed => fixed(p(0), p(1), options.value(1), options.has(0))?,
+        Kind::Sliding => sliding(p(0), p(1), options.has(options::APPROX))?,
+        Kind::Fixed => fixed(
+            p(0),
+            p(1),
+            options.value(options::TZ),
+            options.has(options::ALIGN),
+        )?,
     };
     Ok(Read {
         limiter,
         options,
-        own: own.len(),
         next,
     })
 }

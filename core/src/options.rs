@@ -19,28 +19,60 @@ pub enum Opt {
     Quantity(Option<&'static str>),
 }
 
+/// The options more than one command takes, spelled once.
+pub const MS: Opt = Opt::Flag("MS");
+pub const SHADOW: Opt = Opt::Flag("SHADOW");
+pub const APPROX: Opt = Opt::Flag("APPROX");
+pub const ALIGN: Opt = Opt::Flag("ALIGN");
+pub const TZ: Opt = Opt::Keyword("TZ");
+/// The bare quantity of the single-limiter commands (`... 60 2`).
+pub const QUANTITY: Opt = Opt::Quantity(None);
+/// `CL.THROTTLEALL`'s quantity, which needs its keyword (`QUANTITY 2`).
+pub const NAMED_QUANTITY: Opt = Opt::Quantity(Some("QUANTITY"));
+
 /// At most this many options per command.
 const MAX_OPTS: usize = 8;
 
-/// What was found, by the option's position in the command's list.
+/// What was found, asked by option (`found.has(MS)`), whatever its place in
+/// the command's list.
 #[derive(Clone, Copy, Debug)]
 pub struct Found<'a> {
+    /// Bit `i`: the option in `opts[i]` was given.
     given: u32,
+    opts: [Opt; MAX_OPTS],
     values: [&'a [u8]; MAX_OPTS],
     /// The quantity, if given.
     pub quantity: Option<i64>,
 }
 
 impl<'a> Found<'a> {
-    /// Whether the `i`-th option was given.
-    pub fn has(&self, i: usize) -> bool {
-        self.given & (1 << i) != 0
+    /// Whether `opt` was given.
+    pub fn has(&self, opt: Opt) -> bool {
+        self.slot(opt).is_some()
     }
 
-    /// The value of the `i`-th option (a keyword), if given.
-    pub fn value(&self, i: usize) -> Option<&'a [u8]> {
-        self.has(i)
-            .then(|| self.values.get(i).copied().unwrap_or_default())
+    /// The value of `opt` (a keyword), if given.
+    pub fn value(&self, opt: Opt) -> Option<&'a [u8]> {
+        let i = self.slot(opt)?;
+        Some(self.values.get(i).copied().unwrap_or_default())
+    }
+
+    /// Where `opt` was recorded, looking at the given options only (most
+    /// calls give one or none).
+    fn slot(&self, opt: Opt) -> Option<usize> {
+        let mut given = self.given;
+        while given != 0 {
+            let i = given.trailing_zeros() as usize;
+            if self.opts.get(i) == Some(&opt) {
+                return Some(i);
+            }
+            given &= given - 1;
+        }
+        None
+    }
+
+    fn given_at(&self, i: usize) -> bool {
+        self.given & (1 << i) != 0
     }
 }
 
@@ -70,6 +102,7 @@ pub fn read<'a>(
 ) -> Result<(Found<'a>, usize), OptionError<'a>> {
     let mut found = Found {
         given: 0,
+        opts: [Opt::Flag(""); MAX_OPTS],
         values: [&[]; MAX_OPTS],
         quantity: None,
     };
@@ -90,13 +123,16 @@ pub fn read<'a>(
             Some(i) if i < MAX_OPTS => (i, spec.get(i).copied().unwrap_or(Opt::Flag(""))),
             _ => return Err(OptionError::Unknown(word)),
         };
-        if found.has(i) {
+        if found.given_at(i) {
             return Err(OptionError::Twice(match opt {
                 Opt::Flag(name) | Opt::Keyword(name) | Opt::Quantity(Some(name)) => name,
                 Opt::Quantity(None) => "quantity",
             }));
         }
         found.given |= 1 << i;
+        if let Some(slot) = found.opts.get_mut(i) {
+            *slot = opt;
+        }
         match opt {
             Opt::Flag(_) => {}
             Opt::Keyword(name) => {
@@ -168,13 +204,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    const THROTTLE: &[Opt] = &[Opt::Quantity(None), Opt::Flag("MS")];
-    const FW: &[Opt] = &[
-        Opt::Quantity(None),
-        Opt::Flag("ALIGN"),
-        Opt::Keyword("TZ"),
-        Opt::Flag("MS"),
-    ];
+    const THROTTLE: &[Opt] = &[QUANTITY, MS];
+    const FW: &[Opt] = &[QUANTITY, ALIGN, TZ, MS];
 
     fn read_all<'a>(
         spec: &[Opt],
@@ -187,11 +218,14 @@ mod tests {
     fn any_order() {
         let (f, n) = read_all(FW, &[b"ms", b"TZ", b"+09:00", b"3", b"align"]).unwrap();
         assert_eq!(n, 5);
-        assert!(f.has(1) && f.has(3));
-        assert_eq!(f.value(2), Some(&b"+09:00"[..]));
+        assert!(f.has(ALIGN) && f.has(MS) && !f.has(SHADOW));
+        assert_eq!(f.value(TZ), Some(&b"+09:00"[..]));
         assert_eq!(f.quantity, Some(3));
         let (f, _) = read_all(FW, &[]).unwrap();
-        assert_eq!((f.quantity, f.value(2), f.has(3)), (None, None, false));
+        assert_eq!((f.quantity, f.value(TZ), f.has(MS)), (None, None, false));
+        // The same option found wherever the command lists it.
+        let (f, _) = read_all(&[MS, ALIGN], &[b"align"]).unwrap();
+        assert!(f.has(ALIGN) && !f.has(MS));
     }
 
     #[test]
@@ -243,14 +277,8 @@ mod tests {
     #[test]
     fn stops_before_a_stop_word() {
         let words: &[&[u8]] = &[b"APPROX", b"SW", b"MS"];
-        let (f, at) = read(
-            &[Opt::Flag("APPROX")],
-            |i| words.get(i).copied(),
-            0,
-            |w| w == b"SW",
-        )
-        .unwrap();
-        assert!(f.has(0));
+        let (f, at) = read(&[APPROX], |i| words.get(i).copied(), 0, |w| w == b"SW").unwrap();
+        assert!(f.has(APPROX));
         assert_eq!(at, 1);
     }
 

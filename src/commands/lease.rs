@@ -20,17 +20,20 @@ use crate::limiter;
 use crate::store::{Access, Arg, Key};
 use crate::types::LEASE_TYPE;
 use cell_core::lease::{Acquire, Leases, MAX_ID};
-use cell_core::options::Opt;
+use cell_core::options::{Opt, MS};
 use cell_core::reply::millis_rounded_up;
 use redis_module::{raw, Context};
 
+/// `CC.ACQUIRE`'s lease id.
+const ID: Opt = Opt::Keyword("ID");
+
 pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(4)?;
-    let options = args.options(4, &[Opt::Keyword("ID"), Opt::Flag("MS")])?;
+    let options = args.options(4, &[ID, MS])?;
     let limit = limiter::limit(args.word(2))?;
     let lease = lease(args.word(3))?;
-    let id = options.value(0).map(lease_id).transpose()?;
-    let unit = super::unit(&options, 1);
+    let id = options.value(ID).map(lease_id).transpose()?;
+    let unit = super::unit(&options);
     let mut key = open_key(ctx, args, Access::Write)?;
     let now = clock::now_nanos();
     let (decision, verdict) = match key.value::<Leases>(&LEASE_TYPE)? {
@@ -84,7 +87,7 @@ pub fn renew(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(3)?;
-    let options = args.options(3, &[Opt::Flag("MS")])?;
+    let options = args.options(3, &[MS])?;
     let limit = limiter::limit(args.word(2))?;
     let mut key = open_key(ctx, args, Access::Read)?;
     let now = clock::now_nanos();
@@ -92,7 +95,7 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         Some(leases) => leases.verdict(limit, now),
         None => Leases::new().verdict(limit, now),
     };
-    Ok(Reply::Verdict(verdict, super::unit(&options, 0)))
+    Ok(Reply::Verdict(verdict, super::unit(&options)))
 }
 
 /// `CC.HOLD key id expires_at_ns now_ns`: drops the leases expired at

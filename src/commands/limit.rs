@@ -12,10 +12,10 @@ use crate::clock;
 use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::policy;
-use cell_core::options::Opt;
+use cell_core::options::{self, Opt};
 use redis_module::Context;
 
-const OPTIONS: &[Opt] = &[Opt::Quantity(None), Opt::Flag("MS"), Opt::Flag("SHADOW")];
+const OPTIONS: &[Opt] = &[options::QUANTITY, options::MS, options::SHADOW];
 
 pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(3)?;
@@ -23,12 +23,12 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let name = args.word(2);
     let found = policy::registry().lookup(name)?;
     let watch = Watch {
-        shadow: found.shadow || options.has(2),
+        shadow: found.shadow || options.has(options::SHADOW),
         policy: Some(name),
     };
     let quantity = options.quantity.unwrap_or(1);
     let Some(t) = found.trial else {
-        return enforce(ctx, args, found.limiter, quantity, unit(&options, 1), watch);
+        return enforce(ctx, args, found.limiter, quantity, unit(&options), watch);
     };
     let now = clock::now_nanos();
     let reply = enforce_at(
@@ -36,7 +36,7 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         args,
         found.limiter,
         quantity,
-        unit(&options, 1),
+        unit(&options),
         watch,
         now,
     )?;

@@ -20,11 +20,11 @@ use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
 use crate::handler::{dispatch, Reply};
-use crate::limiter::Limiter;
+use crate::limiter::{self, Kind, Limiter};
 use crate::policy::{registry, Refusal};
 use crate::stats::Stats;
 use crate::store::{Access, Key};
-use cell_core::options::Found;
+use cell_core::options::{self, Found, Opt};
 use cell_core::policy::Outcome;
 use cell_core::reply::{Unit, Verdict};
 pub use docs::{Arg, ArgKind, Docs};
@@ -96,6 +96,56 @@ pub enum KeyUse {
     Delete,
     /// Replaces the whole value: `OW UPDATE`.
     Overwrite,
+}
+
+/// The options of `CL.THROTTLE`, `SW.ALLOW` and `FW.INCR` after their
+/// limiter's own (`APPROX`; `ALIGN`, `TZ`).
+const LIMIT_OPTIONS: &[Opt] = &[options::QUANTITY, options::MS, options::SHADOW];
+/// The options of their peeks after the limiter's own.
+const PEEK_OPTIONS: &[Opt] = &[options::MS];
+
+/// `NAME key <limiter> [options]`: the limiter of `kind` read from word 2
+/// as `CL.THROTTLEALL` reads one, with the command's `extra` options; too
+/// few words is the wrong arity.
+fn read_limiter<'a>(
+    args: &Args<'a>,
+    kind: Kind,
+    extra: &[Opt],
+) -> Result<limiter::Read<'a>, CmdError> {
+    let word = |i: usize| args.bytes(i);
+    limiter::read(&word, kind, 2, extra, &|_| false, CmdError::WrongArity)
+}
+
+/// `CL.THROTTLE`, `SW.ALLOW`, `FW.INCR`: a limiter, then a quantity, `MS`
+/// and `SHADOW`.
+fn limit_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdError> {
+    let read = read_limiter(args, kind, LIMIT_OPTIONS)?;
+    let watch = Watch {
+        shadow: read.options.has(options::SHADOW),
+        policy: None,
+    };
+    let quantity = read.options.quantity.unwrap_or(1);
+    enforce(
+        ctx,
+        args,
+        read.limiter,
+        quantity,
+        unit(&read.options),
+        watch,
+    )
+}
+
+/// Their peeks: a limiter, then `MS`.
+fn peek_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdError> {
+    let read = read_limiter(args, kind, PEEK_OPTIONS)?;
+    single(
+        ctx,
+        args,
+        read.limiter,
+        0,
+        unit(&read.options),
+        Access::Read,
+    )
 }
 
 /// The shape of every single-limiter command: open the key, read the
@@ -204,10 +254,9 @@ fn open_key(ctx: &Context, args: &Args, access: Access) -> Result<Key, CmdError>
     ))
 }
 
-/// Milliseconds when the `MS` flag (the `i`-th of the command's options)
-/// was given.
-fn unit(options: &Found, i: usize) -> Unit {
-    if options.has(i) {
+/// Milliseconds when the `MS` flag was given.
+fn unit(found: &Found) -> Unit {
+    if found.has(options::MS) {
         Unit::Millis
     } else {
         Unit::Seconds

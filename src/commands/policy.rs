@@ -16,7 +16,7 @@ use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
 use crate::limiter;
 use crate::policy::{self, ZONEINFO};
-use cell_core::options::Opt;
+use cell_core::options::{self, Opt};
 use cell_core::policy::{valid_name, Saved};
 use redis_module::{raw, Context};
 
@@ -86,7 +86,7 @@ const HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-const SHADOW: &[Opt] = &[Opt::Flag("SHADOW")];
+const SHADOW: &[Opt] = &[options::SHADOW];
 
 fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let name = args.word(2);

@@ -19,30 +19,30 @@ use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::limiter::{self, Limiter};
 use crate::store::Access;
-use cell_core::options::Opt;
+use cell_core::options::{self, APPROX, MS, TZ};
 use cell_core::reply::Unit;
 use redis_module::Context;
 
 pub fn cl(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(6)?;
-    let options = args.options(6, &[Opt::Flag("MS")])?;
+    let options = args.options(6, &[MS])?;
     let limiter = Limiter::Gcra(limiter::gcra(args.word(2), args.word(3), args.word(4))?);
-    refund(ctx, args, limiter, args.word(5), unit(&options, 0))
+    refund(ctx, args, limiter, args.word(5), unit(&options))
 }
 
 pub fn sw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(5)?;
-    let options = args.options(5, &[Opt::Flag("APPROX"), Opt::Flag("MS")])?;
-    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(0))?;
-    refund(ctx, args, limiter, args.word(4), unit(&options, 1))
+    let options = args.options(5, &[APPROX, MS])?;
+    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(APPROX))?;
+    refund(ctx, args, limiter, args.word(4), unit(&options))
 }
 
 pub fn fw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(5)?;
-    let spec = &[Opt::Flag("ALIGN"), Opt::Keyword("TZ"), Opt::Flag("MS")];
-    let options = args.options(5, spec)?;
-    let limiter = limiter::fixed(args.word(2), args.word(3), options.value(1), options.has(0))?;
-    refund(ctx, args, limiter, args.word(4), unit(&options, 2))
+    let options = args.options(5, &[options::ALIGN, TZ, MS])?;
+    let align = options.has(options::ALIGN);
+    let limiter = limiter::fixed(args.word(2), args.word(3), options.value(TZ), align)?;
+    refund(ctx, args, limiter, args.word(4), unit(&options))
 }
 
 fn refund(

@@ -14,27 +14,24 @@ use crate::handler::Reply;
 use crate::limiter::{self, Write};
 use crate::store::Access;
 use cell_core::gcra::{Decision, Reservation};
-use cell_core::options::Opt;
+use cell_core::options::{self, Opt};
 use redis_module::Context;
 
-const OPTIONS: &[Opt] = &[
-    Opt::Quantity(None),
-    Opt::Keyword("MAXWAIT"),
-    Opt::Flag("MS"),
-];
+const MAXWAIT: Opt = Opt::Keyword("MAXWAIT");
+const OPTIONS: &[Opt] = &[options::QUANTITY, MAXWAIT, options::MS];
 
 pub fn reserve(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(5)?;
     let options = args.options(5, OPTIONS)?;
     let gcra = limiter::gcra(args.word(2), args.word(3), args.word(4))?;
-    let max_wait = match options.value(1) {
+    let max_wait = match options.value(MAXWAIT) {
         None => return Err(error::MAXWAIT_MISSING),
         Some(word) => match error::duration(word, error::BAD_MAXWAIT)? {
             w if w < 0 => return Err(error::NEGATIVE_MAXWAIT),
             w => w,
         },
     };
-    let (q, unit) = (options.quantity.unwrap_or(1), unit(&options, 2));
+    let (q, unit) = (options.quantity.unwrap_or(1), unit(&options));
     let mut key = open_key(ctx, args, Access::Write)?;
     let tat = key.integer(error::INVALID_TAT)?;
     match gcra.reserve(tat, clock::now_nanos(), q, max_wait)? {

@@ -5,42 +5,22 @@
 //! `SW.RECORD` and `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`
 //! (replication, AOF) and `SW.LOAD key payload` (AOF rewrite).
 
-use super::{enforce, open_key, single, unit, Watch};
+use super::{limit_command, open_key, peek_command};
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
-use crate::limiter;
+use crate::limiter::{self, Kind};
 use crate::store::Access;
 use crate::types::WINDOW_TYPE;
-use cell_core::options::Opt;
 use cell_core::window_state::WindowState;
 use redis_module::Context;
 
-const ALLOW: &[Opt] = &[
-    Opt::Quantity(None),
-    Opt::Flag("APPROX"),
-    Opt::Flag("MS"),
-    Opt::Flag("SHADOW"),
-];
-const PEEK: &[Opt] = &[Opt::Flag("APPROX"), Opt::Flag("MS")];
-
 pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.require(4)?;
-    let options = args.options(4, ALLOW)?;
-    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(1))?;
-    let quantity = options.quantity.unwrap_or(1);
-    let watch = Watch {
-        shadow: options.has(3),
-        policy: None,
-    };
-    enforce(ctx, args, limiter, quantity, unit(&options, 2), watch)
+    limit_command(ctx, args, Kind::Sliding)
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.require(4)?;
-    let options = args.options(4, PEEK)?;
-    let limiter = limiter::sliding(args.word(2), args.word(3), options.has(0))?;
-    single(ctx, args, limiter, 0, unit(&options, 1), Access::Read)
+    peek_command(ctx, args, Kind::Sliding)
 }
 
 /// `SW.RECORD key window_ns at_ns [quantity] [APPROX]`: records a request

@@ -4,41 +4,17 @@
 //! state-compatible with the original redis-cell (a string holding the TAT
 //! in nanoseconds).
 
-use super::{enforce, single, unit, Watch};
+use super::{limit_command, peek_command};
 use crate::args::Args;
 use crate::error::CmdError;
 use crate::handler::Reply;
-use crate::limiter::{self, Limiter};
-use crate::store::Access;
-use cell_core::options::Opt;
+use crate::limiter::Kind;
 use redis_module::Context;
 
-const THROTTLE: &[Opt] = &[Opt::Quantity(None), Opt::Flag("MS"), Opt::Flag("SHADOW")];
-const PEEK: &[Opt] = &[Opt::Flag("MS")];
-
 pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.require(5)?;
-    let options = args.options(5, THROTTLE)?;
-    let limiter = params(args)?;
-    let quantity = options.quantity.unwrap_or(1);
-    let watch = Watch {
-        shadow: options.has(2),
-        policy: None,
-    };
-    enforce(ctx, args, limiter, quantity, unit(&options, 1), watch)
+    limit_command(ctx, args, Kind::Gcra)
 }
 
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    args.require(5)?;
-    let options = args.options(5, PEEK)?;
-    let limiter = params(args)?;
-    single(ctx, args, limiter, 0, unit(&options, 0), Access::Read)
-}
-
-fn params(args: &Args) -> Result<Limiter, CmdError> {
-    Ok(Limiter::Gcra(limiter::gcra(
-        args.word(2),
-        args.word(3),
-        args.word(4),
-    )?))
+    peek_command(ctx, args, Kind::Gcra)
 }

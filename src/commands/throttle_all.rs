@@ -386,11 +386,7 @@ fn is_call_option(word: &[u8]) -> bool {
 }
 
 /// The call's options, read with the last limiter's own.
-const CALL: &[Opt] = &[
-    Opt::Quantity(Some("QUANTITY")),
-    Opt::Flag("MS"),
-    Opt::Flag("SHADOW"),
-];
+const CALL: &[Opt] = &[options::NAMED_QUANTITY, options::MS, options::SHADOW];
 
 /// One limiter at word `at`, with its options (and the call's, when it is
 /// the last); answers where the next limiter starts.
@@ -404,7 +400,7 @@ fn parse_limiter<'a>(
     let extra: &[Opt] = if last { CALL } else { &[] };
     let stop = |w: &[u8]| starts_limiter(w) || !last && is_call_option(w);
     let words = |i: usize| args.bytes(i);
-    let (named, options, own, next) = if is_policy(word) {
+    let (named, found, next) = if is_policy(word) {
         let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
         let (options, next) = options::read(extra, words, at + 2, stop)?;
         let found = policy::registry().lookup(name)?;
@@ -415,7 +411,7 @@ fn parse_limiter<'a>(
             shadow: found.shadow,
             trial: found.trial.map(Box::new),
         };
-        (named, options, 0, next)
+        (named, options, next)
     } else {
         let kind = limiter::kind_of(word).ok_or_else(|| {
             if is_call_option(word) {
@@ -431,15 +427,15 @@ fn parse_limiter<'a>(
             shadow: false,
             trial: None,
         };
-        (named, read.options, read.own, read.next)
+        (named, read.options, read.next)
     };
     call.limiters.push(named);
     if last {
-        call.quantity = options.quantity.unwrap_or(1);
-        if options.has(own + 1) {
+        call.quantity = found.quantity.unwrap_or(1);
+        if found.has(options::MS) {
             call.unit = Unit::Millis;
         }
-        call.shadow = options.has(own + 2);
+        call.shadow = found.has(options::SHADOW);
     }
     Ok(next)
 }

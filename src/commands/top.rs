@@ -15,12 +15,11 @@ use crate::policy;
 use cell_core::options::Opt;
 use redis_module::Context;
 
-const OPTIONS: &[Opt] = &[
-    Opt::Keyword("COUNT"),
-    Opt::Keyword("POLICY"),
-    Opt::Flag("RESET"),
-    Opt::Flag("TRIAL"),
-];
+const COUNT: Opt = Opt::Keyword("COUNT");
+const POLICY: Opt = Opt::Keyword("POLICY");
+const RESET: Opt = Opt::Flag("RESET");
+const TRIAL: Opt = Opt::Flag("TRIAL");
+const OPTIONS: &[Opt] = &[COUNT, POLICY, RESET, TRIAL];
 
 /// Keys answered without `COUNT`.
 const DEFAULT_COUNT: usize = 10;
@@ -29,16 +28,17 @@ pub fn top(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     crate::acl::check_admin(ctx, "cl.top")?;
     args.require(1)?;
     let options = args.options(1, OPTIONS)?;
-    let count = match options.value(0) {
+    let count = match options.value(COUNT) {
         None => DEFAULT_COUNT,
         Some(word) => match cell_core::parse::integer(word)? {
             n if n < 1 => return Err(error::BAD_TOP_COUNT),
             n => usize::try_from(n).unwrap_or(usize::MAX),
         },
     };
-    let offenders = match (options.has(3), options.value(1)) {
-        (false, policy) => policy::registry().top(count, policy, options.has(2))?,
-        (true, Some(name)) => policy::registry().trial_top(count, name, options.has(2))?,
+    let reset = options.has(RESET);
+    let offenders = match (options.has(TRIAL), options.value(POLICY)) {
+        (false, policy) => policy::registry().top(count, policy, reset)?,
+        (true, Some(name)) => policy::registry().trial_top(count, name, reset)?,
         (true, None) => return Err(error::TRIAL_WITHOUT_POLICY),
     };
     let rows = offenders
