@@ -342,7 +342,8 @@ impl AsyncWrite for GrpcConn {
 
 /// A gRPC service whose requests mark their connection busy while they
 /// run, so that the idle deadline and the cap's choice of what to close
-/// count only connections without a request.
+/// count only connections without a request. A panic while answering ends
+/// that request with INTERNAL, not the connection and every stream on it.
 #[derive(Clone)]
 pub struct Tracked<S>(pub S);
 
@@ -350,10 +351,32 @@ impl<S: NamedService> NamedService for Tracked<S> {
     const NAME: &'static str = S::NAME;
 }
 
-impl<S, B> Service<http::Request<B>> for Tracked<S>
+/// A future whose panic is caught and answered as `Err(())`.
+struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, ()>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Err(_) => Poll::Ready(Err(())),
+        }
+    }
+}
+
+fn panicked<B: Default>(path: &str) -> http::Response<B> {
+    log::error(&format!("{path}: the handler panicked; answered INTERNAL"));
+    tonic::Status::internal("the service failed on this request").into_http()
+}
+
+impl<S, B, RB> Service<http::Request<B>> for Tracked<S>
 where
-    S: Service<http::Request<B>>,
+    S: Service<http::Request<B>, Response = http::Response<RB>>,
     S::Future: Send + 'static,
+    RB: Default + Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -365,11 +388,16 @@ where
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let busy = req.extensions().get::<ConnInfo>().map(|c| c.0.begin());
-        let fut = self.0.call(req);
+        let path = req.uri().path().to_string();
+        let inner = &mut self.0;
+        let fut = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.call(req)));
         Box::pin(async move {
-            let r = fut.await;
+            let r = match fut {
+                Ok(fut) => CatchUnwind(Box::pin(fut)).await,
+                Err(_) => Err(()),
+            };
             drop(busy);
-            r
+            r.unwrap_or_else(|()| Ok(panicked(&path)))
         })
     }
 }
@@ -427,5 +455,45 @@ mod tests {
         assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) }, 0);
         assert_eq!(r.rlim_cur, after);
         assert!(r.rlim_cur == r.rlim_max || r.rlim_cur == 1 << 20);
+    }
+
+    #[derive(Clone)]
+    struct Panics;
+
+    impl Service<http::Request<()>> for Panics {
+        type Response = http::Response<tonic::body::Body>;
+        type Error = std::convert::Infallible;
+        type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, req: http::Request<()>) -> Self::Future {
+            let now = req.uri().path() == "/now";
+            if now {
+                panic!("in call");
+            }
+            Box::pin(async move {
+                tokio::task::yield_now().await;
+                panic!("in the future");
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panic_answers_internal_and_leaves_the_connection_idle() {
+        let state = Arc::new(ConnState::default());
+        for path in ["/now", "/later"] {
+            let mut req = http::Request::builder().uri(path).body(()).unwrap();
+            req.extensions_mut().insert(ConnInfo(state.clone()));
+            let resp = Tracked(Panics).call(req).await.unwrap();
+            assert_eq!(
+                resp.headers().get("grpc-status").map(|v| v.as_bytes()),
+                Some(&b"13"[..]),
+                "{path}"
+            );
+            assert!(state.idle(), "{path}");
+        }
     }
 }
