@@ -94,6 +94,9 @@ const HOLDS = {
   twinLeases: "concurrency leases (CC.ACQUIRE, as the Functions twin keeps them)",
 };
 
+/** The kind of state a key holds, as limiterMismatch compares it with what a key should hold. */
+export type StateKind = "gcra" | "counter" | "window" | "leases" | "other";
+
 /** What a command keeps in its key, for the same errors. */
 function keeps(command: string): string {
   if (/^CL\.(THROTTLE|PEEK|RESERVE|REFUND)$/.test(command)) return "a GCRA state";
@@ -104,37 +107,40 @@ function keeps(command: string): string {
 }
 
 /**
- * What a key holds, in words (null when it holds nothing): its type, and
- * for a string its first bytes. A TAT in nanoseconds has 19 digits; a
- * counter stays far below 2^52 (16 digits), which no store reaches.
+ * What a key holds: its kind and in words (null when it holds nothing),
+ * from its type and, for a string, its first bytes. A TAT in nanoseconds
+ * has 19 digits; a counter stays far below 2^52 (16 digits), which no store
+ * reaches.
  */
-export async function describeKey(a: Adapter, key: string): Promise<string | null> {
+export async function describeKey(a: Adapter, key: string): Promise<{ kind: StateKind; words: string } | null> {
   const type = String(await a.send(["TYPE", key], key, true));
   switch (type) {
     case "none":
       return null;
     case "cell-swin":
-      return HOLDS.moduleWindow;
+      return { kind: "window", words: HOLDS.moduleWindow };
     case "cell-conc":
-      return HOLDS.moduleLeases;
+      return { kind: "leases", words: HOLDS.moduleLeases };
     case "string":
       break;
     default:
-      return `a ${type}, which is no redis-cell state`;
+      return { kind: "other", words: `a ${type}, which is no redis-cell state` };
   }
   const head = await a.send(["GETRANGE", key, 0, 23], key, true);
   const v = Buffer.isBuffer(head) ? head.toString("latin1") : String(head ?? "");
-  if (v.startsWith("\0SWE")) return HOLDS.twinExact;
-  if (v.startsWith("\0SWA")) return HOLDS.twinApprox;
-  if (v.startsWith("\0CCL")) return HOLDS.twinLeases;
-  if (/^-?[0-9]+$/.test(v)) return v.length >= 17 ? HOLDS.gcra : HOLDS.counter;
-  return "a string that is no redis-cell state";
+  if (v.startsWith("\0SWE")) return { kind: "window", words: HOLDS.twinExact };
+  if (v.startsWith("\0SWA")) return { kind: "window", words: HOLDS.twinApprox };
+  if (v.startsWith("\0CCL")) return { kind: "leases", words: HOLDS.twinLeases };
+  if (/^-?[0-9]+$/.test(v)) return v.length >= 17 ? { kind: "gcra", words: HOLDS.gcra } : { kind: "counter", words: HOLDS.counter };
+  return { kind: "other", words: "a string that is no redis-cell state" };
 }
 
 /**
  * The error for a key that another limiter wrote, naming what it holds;
  * `cause` (the server's error) when the keys cannot be read or hold
- * nothing any more.
+ * nothing any more. `expects` says in words what the caller keeps there;
+ * `fits`, for a call of several keys, the kind each key may hold, so that
+ * only the keys of another kind are named.
  */
 export async function limiterMismatch(
   a: Adapter,
@@ -142,13 +148,18 @@ export async function limiterMismatch(
   keys: readonly string[],
   cause: RedisCellError,
   expects: string = keeps(command),
+  fits?: readonly StateKind[],
 ): Promise<RedisCellError> {
-  let found: [string, string][];
+  let found: [string, { kind: StateKind; words: string }][];
   try {
     const all = await Promise.all(keys.map(async (k) => [k, await describeKey(a, k)] as const));
-    found = all.filter((x): x is [string, string] => x[1] !== null);
+    found = all.filter((x): x is [string, { kind: StateKind; words: string }] => x[1] !== null);
   } catch {
     return cause;
+  }
+  if (fits !== undefined) {
+    const wrong = found.filter(([k, d]) => fits[keys.indexOf(k)] !== d.kind);
+    if (wrong.length > 0) found = wrong;
   }
   const first = found[0];
   if (first === undefined) return cause;
@@ -156,10 +167,10 @@ export async function limiterMismatch(
     "One key serves one limiter: this one was written by another (another algorithm of a store, or another limiter " +
     "class, on the same prefix). Give each limiter its own key prefix, or delete the key to start it afresh.";
   const message =
-    keys.length === 1
-      ? `redis-cell: the key '${first[0]}' holds ${first[1]}, where ${command} keeps ${expects}. ${fix}`
-      : `redis-cell: ${command}'s keys hold ${found.map(([k, h]) => `'${k}': ${h}`).join("; ")}. ${fix}`;
-  return new LimiterMismatchError(first[0], first[1], message, cause.reply, { cause });
+    found.length === 1
+      ? `redis-cell: the key '${first[0]}' holds ${first[1].words}, where ${command} keeps ${expects}. ${fix}`
+      : `redis-cell: ${command}'s keys hold ${found.map(([k, d]) => `'${k}': ${d.words}`).join("; ")}. ${fix}`;
+  return new LimiterMismatchError(first[0], first[1].words, message, cause.reply, { cause });
 }
 
 /**

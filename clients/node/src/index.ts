@@ -13,7 +13,7 @@ export type {
   Unit,
 } from "./commands.js";
 export { Engine, LIBRARY, describeKey, detectEngine, functionName, loadFunctions } from "./engine.js";
-export type { EngineName } from "./engine.js";
+export type { EngineName, StateKind } from "./engine.js";
 export { adapt, fromSendCommand, fromSendCommandCluster } from "./adapter.js";
 export type { Adapter, Client, Reply, SendCommandClusterFn, SendCommandFn } from "./adapter.js";
 export {

@@ -63,7 +63,14 @@ export class RedisCellThrottlerStorage implements ThrottlerStorage {
           { cause: e, reply: e.reply },
         );
       }
-      if (e instanceof WrongTypeError && !(e instanceof LimiterMismatchError)) throw await limiterMismatch(this.#e.adapter, "the storage's script", keys, e);
+      if (e instanceof WrongTypeError && !(e instanceof LimiterMismatchError)) {
+        // The hits are a sliding window, the record's window a counter, the block an integer.
+        throw await limiterMismatch(this.#e.adapter, "RedisCellThrottlerStorage", keys, e, "a sliding window in ':hits' and counters in ':window' and ':block'", [
+          "window",
+          "counter",
+          "counter",
+        ]);
+      }
       throw e;
     }
     const a = r as Reply[];

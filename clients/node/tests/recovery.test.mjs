@@ -336,6 +336,15 @@ describe("error classes and a key of another limiter", () => {
               return true;
             });
           }
+          // The NestJS storage's hits, a sliding window, found as a counter: only that key is named.
+          const hits = `mm:${name}:${engine}:{t}:default:hits`;
+          await send(name, client, ["SET", hits, "5"]);
+          await assert.rejects(new RedisCellThrottlerStorage(client, { prefix: `mm:${name}:${engine}:` }).increment("t", 1000, 5, 0, "default"), (e) => {
+            assert.ok(e instanceof LimiterMismatchError, `${at}: ${e}`);
+            assert.equal(e.key, hits);
+            assert.match(e.message, /holds a counter .*, where RedisCellThrottlerStorage keeps a sliding window in ':hits'/);
+            return true;
+          });
           // The GCRA variant on a sliding window's key.
           await new Cell(client).swAllow(`${keyPrefix}:w`, 5, 10);
           await assert.rejects(
