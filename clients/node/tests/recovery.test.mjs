@@ -230,7 +230,7 @@ test("a server without Functions: the twin's engine answers LibraryMissingError,
 
 describe("a server without the module", () => {
   for (const name of clientNames) {
-    test(`the module's engine answers ModuleMissingError, not a bad-argument error (${name})`, async () => {
+    test(`the module's engine answers ModuleMissingError, not a bad-argument error; a detected module that goes away is detected again (${name})`, async () => {
       const server = await startServer({ module: false });
       const { client, close } = await CLIENTS[name].single(server.port);
       try {
@@ -244,6 +244,33 @@ describe("a server without the module", () => {
         await assert.rejects(new Cell(client, { engine: "module" }).throttle("k", { maxBurst: 1, countPerPeriod: 1, period: 1 }), isMissing);
         const storage = new RedisCellThrottlerStorage(client, { engine: "module" });
         await assert.rejects(storage.increment("k", 1000, 5, 0, "default"), (e) => e instanceof ModuleMissingError && /FW\.INCR/.test(e.message));
+        // A detected module that goes away (a restart without loadmodule,
+        // here a client moved to this server): ModuleMissingError once, then
+        // detection again, which finds the twin where it is loaded.
+        const withModule = await startServer();
+        const other = await CLIENTS[name].single(withModule.port);
+        try {
+          let current = adapt(other.client);
+          const moved = {
+            cluster: false,
+            send: (...a) => current.send(...a),
+            transaction: (...a) => current.transaction(...a),
+            masters: async () => [moved],
+          };
+          const cell = new Cell(moved);
+          assert.equal(await cell.engine(), "module");
+          current = adapt(client);
+          await assert.rejects(cell.fwIncr("m", 5, 60), (e) => e instanceof ModuleMissingError && /^ERR unknown command [`']FW\.INCR[`']/.test(e.reply));
+          if (functions) {
+            await loadFunctions(client);
+            assert.equal((await cell.fwIncr("m", 5, 60)).remaining, 4);
+            assert.equal(await cell.engine(), "functions");
+            await send(name, client, ["FUNCTION", "FLUSH"]);
+          }
+        } finally {
+          await other.close();
+          withModule.stop();
+        }
         // Detection finds neither engine.
         await assert.rejects(new Cell(client).throttle("k", { maxBurst: 1, countPerPeriod: 1, period: 1 }), (e) => {
           assert.ok(e instanceof EngineNotFoundError && !(e instanceof ModuleMissingError), String(e));
