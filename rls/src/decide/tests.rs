@@ -131,3 +131,31 @@ fn overall_code_and_quota_mode() {
         "the descriptor closest to its limit"
     );
 }
+
+#[test]
+fn a_refund_is_ok_and_counted_in_no_stat() {
+    let refund = Outcome {
+        negative: true,
+        ..out(false, 1, 1, 5)
+    };
+    let checks = [Check::Limit(rl(5))];
+    let (statuses, deltas) = super::statuses(&checks, &[u64::MAX], &[refund], 0.8, 30);
+    assert_eq!(statuses[0].code, Code::Ok);
+    assert_eq!(statuses[0].limit_remaining, 4);
+    assert_eq!(statuses[0].duration_until_reset_secs, Some(30));
+    assert!(deltas.is_empty());
+}
+
+#[test]
+fn hits_past_any_count_judge_without_overflow() {
+    let o = Outcome {
+        remaining: 0,
+        ..out(true, 3, u64::MAX, 5)
+    };
+    let (s, d) = judge(&rl(5), &o, u64::MAX, 0.8, 0);
+    assert_eq!(s.code, Code::OverLimit);
+    assert_eq!(s.limit_remaining, 0);
+    assert_eq!(d.total_hits, u64::MAX);
+    assert_eq!(d.over_limit, u64::MAX - 5);
+    assert_eq!(d.near_limit, 5 - 4);
+}
