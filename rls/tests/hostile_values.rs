@@ -485,3 +485,35 @@ descriptors:
         assert_eq!(redis.get_int(&format!("many_user_{u}-{i}_{h}")), 1, "{i}");
     }
 }
+
+/// A Redis that fails after the other charged: the charges are given back
+/// and the request answers the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_gives_back_when_the_other_redis_fails() {
+    not_near_hour_end();
+    let main = Redis::start();
+    let mut fast = Redis::start();
+    let cfg = "domain: f
+descriptors:
+  - key: s
+    rate_limit: {unit: second, unit_multiplier: 3600, requests_per_unit: 100}
+  - key: h
+    rate_limit: {unit: hour, requests_per_unit: 100}
+";
+    let env = per_second_env(&fast);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let rls = Rls::start(&main.url(), &[("f.yaml", cfg)], &env);
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let both = || request("f", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]);
+    assert_eq!(call(&mut c, both()).await.overall_code, OK);
+    let key = format!("f_h_{u}_{}", hour());
+    assert_eq!(main.get_int(&key), 1);
+    fast.stop();
+    let e = c
+        .should_rate_limit(both())
+        .await
+        .expect_err("the per-second Redis is down");
+    assert!(e.message().starts_with("redis error"), "{e:?}");
+    assert_eq!(main.get_int(&key), 1);
+}
