@@ -3,7 +3,7 @@
 //! the load log line. Optional server features are detected here, once.
 
 use crate::commands::{self, subcommands_of, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
-use crate::MODULE_VERSION_TEXT;
+use crate::version::MODULE_VERSION_TEXT;
 use redis_module::{raw, Context, RedisValue, Status};
 use std::ffi::CString;
 use std::os::raw::{c_char, c_int};
@@ -442,5 +442,5 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
             }
         }
     }
-    crate::policy::info(ctx);
+    crate::policies::info(ctx);
 }

@@ -11,7 +11,7 @@ use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
 use crate::handler::Reply;
-use crate::policy;
+use crate::policies;
 use cell_core::options::{self, Opt};
 use redis_module::Context;
 
@@ -21,7 +21,7 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(3)?;
     let options = args.options(3, OPTIONS)?;
     let name = args.word(2);
-    let found = policy::registry().lookup(name)?;
+    let found = policies::registry().lookup(name)?;
     let watch = Watch {
         shadow: found.shadow || options.has(options::SHADOW),
         policy: Some(name),

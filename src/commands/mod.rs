@@ -21,7 +21,7 @@ use crate::clock;
 use crate::error::CmdError;
 use crate::handler::{dispatch, Reply};
 use crate::limiter::{self, Kind, Limiter};
-use crate::policy::{registry, Refusal};
+use crate::policies::{registry, Refusal};
 use crate::stats::Stats;
 use crate::store::{Access, Key};
 use cell_core::options::{self, Found, Opt};

@@ -15,7 +15,7 @@ use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
 use crate::limiter;
-use crate::policy::{self, ZONEINFO};
+use crate::policies::{self, ZONEINFO};
 use cell_core::options::{self, Opt};
 use cell_core::policy::{valid_name, Saved};
 use redis_module::{raw, Context};
@@ -52,7 +52,7 @@ pub fn policy(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         promote(ctx, args.word(2))
     } else if is(b"LIST") {
         arity("cl.policy|list", 2, 2)?;
-        let names = policy::registry()
+        let names = policies::registry()
             .names()
             .into_iter()
             .map(|n| Value::Bytes(n.to_vec()))
@@ -119,7 +119,7 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let made = if from_master {
         // Never refused: a policy this node cannot use is kept, marked and
         // logged, so that it is neither dropped nor breaks the stream.
-        policy::made_from(name, kept, zone)
+        policies::made_from(name, kept, zone)
     } else {
         let kind = limiter::kind_of(args.word(3)).ok_or(error::UNKNOWN_LIMITER)?;
         let is_trial = |w: &[u8]| w.eq_ignore_ascii_case(b"TRIAL");
@@ -157,9 +157,9 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
             return Err(error::POLICY_LIMITER_WORDS);
         }
         refuse_unless_writable(ctx, true)?;
-        policy::made_here(kept)?
+        policies::made_here(kept)?
     };
-    let mut registry = policy::registry();
+    let mut registry = policies::registry();
     if let (Some(old), Some(new)) = (
         registry.policy(name).and_then(|p| p.limiter.as_ref()),
         made.limiter.as_ref(),
@@ -181,7 +181,7 @@ fn set(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     if from_master || saved.zone.is_none() {
         ctx.replicate_verbatim();
     } else {
-        policy::replicate_set(ctx.ctx, &saved);
+        policies::replicate_set(ctx.ctx, &saved);
     }
     Ok(Reply::Ok)
 }
@@ -204,36 +204,36 @@ fn promote(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {
     if !from_master(ctx) {
         refuse_unless_writable(ctx, true)?;
     }
-    let registry = policy::registry();
+    let registry = policies::registry();
     let p = registry
         .policy(name)
         .ok_or_else(|| error::unknown_policy(name))?;
-    let (Some(_), (_, Some(words))) = (p.trial.as_ref(), policy::split_trial(&p.words)) else {
+    let (Some(_), (_, Some(words))) = (p.trial.as_ref(), policies::split_trial(&p.words)) else {
         return Err(error::no_trial(name));
     };
     let (words, shadow) = (words.to_vec(), p.shadow);
     drop(registry);
-    let made = policy::made_here(words)?;
+    let made = policies::made_here(words)?;
     let saved = Saved {
         name: name.to_vec(),
         shadow,
         words: made.words.clone(),
         zone: made.zone.clone(),
     };
-    let mut registry = policy::registry();
+    let mut registry = policies::registry();
     registry.set(name, made, shadow)?;
     registry.set_trial(name, None);
     drop(registry);
-    policy::replicate_set(ctx.ctx, &saved);
+    policies::replicate_set(ctx.ctx, &saved);
     Ok(Reply::Ok)
 }
 
 fn get(name: &[u8]) -> Result<Reply, CmdError> {
-    let registry = policy::registry();
+    let registry = policies::registry();
     let p = registry
         .policy(name)
         .ok_or_else(|| error::unknown_policy(name))?;
-    let (own, trial_words) = policy::split_trial(&p.words);
+    let (own, trial_words) = policies::split_trial(&p.words);
     let text = own.join(&b' ');
     let c = p.counters;
     let field = |n: &str| Value::Bytes(n.as_bytes().to_vec());
@@ -281,7 +281,7 @@ fn get(name: &[u8]) -> Result<Reply, CmdError> {
 
 fn del(ctx: &Context, name: &[u8]) -> Result<Reply, CmdError> {
     refuse_unless_writable(ctx, false)?;
-    let deleted = policy::registry().delete(name);
+    let deleted = policies::registry().delete(name);
     if deleted {
         ctx.replicate_verbatim();
     }

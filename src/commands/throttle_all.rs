@@ -31,7 +31,7 @@ use crate::error::{self, CmdError};
 use crate::few::Few;
 use crate::handler::Reply;
 use crate::limiter::{self, Decided, Limiter};
-use crate::policy::{self, Refusal};
+use crate::policies::{self, Refusal};
 use crate::store::{Access, Key};
 use cell_core::options::{self, Opt};
 use cell_core::policy::Outcome;
@@ -135,7 +135,7 @@ fn record(args: &Args, call: &Call, keys: &Slots) {
     if !needed {
         return;
     }
-    let mut registry = policy::registry();
+    let mut registry = policies::registry();
     for (i, (limiter, (_, decided))) in call.limiters.iter().zip(keys.iter()).enumerate() {
         let shadow = call.shadow || limiter.shadow;
         let (outcome, refused) = match decided {
@@ -156,7 +156,7 @@ fn record(args: &Args, call: &Call, keys: &Slots) {
 
 /// Counts an error against every policy of the call.
 fn count_error(call: &Call) {
-    let mut registry = policy::registry();
+    let mut registry = policies::registry();
     for l in call.limiters.iter() {
         if l.policy.is_some() {
             registry.record(l.policy, Outcome::Error, None);
@@ -403,7 +403,7 @@ fn parse_limiter<'a>(
     let (named, found, next) = if is_policy(word) {
         let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
         let (options, next) = options::read(extra, words, at + 2, stop)?;
-        let found = policy::registry().lookup(name)?;
+        let found = policies::registry().lookup(name)?;
         call.trials |= found.trial.is_some();
         let named = Named {
             limiter: found.limiter,

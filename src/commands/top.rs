@@ -11,7 +11,7 @@
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
-use crate::policy;
+use crate::policies;
 use cell_core::options::Opt;
 use redis_module::Context;
 
@@ -37,8 +37,8 @@ pub fn top(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     };
     let reset = options.has(RESET);
     let offenders = match (options.has(TRIAL), options.value(POLICY)) {
-        (false, policy) => policy::registry().top(count, policy, reset)?,
-        (true, Some(name)) => policy::registry().trial_top(count, name, reset)?,
+        (false, policy) => policies::registry().top(count, policy, reset)?,
+        (true, Some(name)) => policies::registry().trial_top(count, name, reset)?,
         (true, None) => return Err(error::TRIAL_WITHOUT_POLICY),
     };
     let rows = offenders

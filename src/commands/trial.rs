@@ -6,7 +6,7 @@
 //! it counts in the trial's counters and summary only.
 
 use crate::limiter::Limiter;
-use crate::policy::registry;
+use crate::policies::registry;
 use crate::store::{Access, Key};
 use cell_core::policy::Outcome;
 use redis_module::Context;
