@@ -123,9 +123,14 @@ const NO_FCALL = /^ERR unknown command [`']FCALL(_RO)?[`']/;
 /** Functions' reply when the library (or one of its functions) is not loaded, on every server with Functions. */
 export const FUNCTION_NOT_FOUND = "ERR Function not found";
 
-/** A server's error text as its class. */
+/** Redis 6.2 wraps the error of a command a script called in its own text; later servers keep the error's code first. */
+const SCRIPT_ERROR_6_2 = /^ERR Error running script \(call to f_[0-9a-f]+\): @user_script:\d+: /;
+
+/** A server's error text as its class (for a script's error, by the error inside). */
 export function fromReply(reply: string, cause?: unknown): RedisCellError | EngineError {
   const options = cause === undefined ? {} : { cause };
+  const inner = reply.replace(SCRIPT_ERROR_6_2, "");
+  if (inner !== reply && (inner.startsWith("WRONGTYPE") || STATE_OF_ANOTHER_KIND.test(inner))) return new WrongTypeError(reply, options);
   if (reply.startsWith(FUNCTION_NOT_FOUND)) {
     return new LibraryMissingError(`redis-cell: the Functions library 'redis_cell' is not loaded on the server (${reply})`, {
       ...options,
