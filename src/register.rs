@@ -2,7 +2,7 @@
 //! and ACL categories where the server supports them, the INFO section, and
 //! the load log line. Optional server features are detected here, once.
 
-use crate::commands::{self, subcommands_of, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
+use crate::commands::{self, Arg, ArgKind, Command, Docs, KeyUse, Keys, Role};
 use crate::version::MODULE_VERSION_TEXT;
 use redis_module::{raw, Context, RedisValue, Status};
 use std::ffi::CString;
@@ -36,6 +36,7 @@ pub fn register_all(ctx: &Context, gcra: bool) -> Status {
     let subcommands = api!(RedisModule_CreateSubcommand).is_some();
     for command in commands::ALL
         .iter()
+        .copied()
         .chain(gcra.then_some(&commands::GCRA_COMMAND))
     {
         let created = if command.role == Role::Effect && internal != Some(false) {
@@ -54,7 +55,7 @@ pub fn register_all(ctx: &Context, gcra: bool) -> Status {
                 }
                 Err(()) => false,
             }
-        } else if !subcommands_of(command.name).is_empty() && subcommands {
+        } else if !command.subcommands.is_empty() && subcommands {
             create_container(ctx, command).is_ok()
         } else {
             create(ctx, command, "").is_ok()
@@ -80,7 +81,7 @@ pub fn register_all(ctx: &Context, gcra: bool) -> Status {
         docs &= set_docs(ctx, command.name, command.docs, command).is_ok();
         let mut names = vec![command.name.to_string()];
         if subcommands {
-            for sub in subcommands_of(command.name) {
+            for sub in command.subcommands {
                 let full = format!("{}|{}", command.name, sub.name);
                 docs &= set_docs(ctx, &full, sub.docs, command).is_ok();
                 names.push(full);
@@ -196,7 +197,7 @@ fn create_container(ctx: &Context, command: &Command) -> Result<(), ()> {
         return Err(());
     }
     let parent = command_handle(ctx, command.name).ok_or(())?;
-    for sub in subcommands_of(command.name) {
+    for sub in command.subcommands {
         let sub_name = CString::new(sub.name).map_err(|_| ())?;
         let flags = CString::new(sub.flags).map_err(|_| ())?;
         // SAFETY: a container created above during OnLoad, NUL-terminated
@@ -433,7 +434,7 @@ extern "C" fn info(ctx: *mut raw::RedisModuleInfoCtx, _for_crash_report: c_int) 
     let gcra = GCRA_REGISTERED
         .load(Ordering::Relaxed)
         .then_some(&commands::GCRA_COMMAND);
-    for command in commands::ALL.iter().chain(gcra) {
+    for command in commands::ALL.iter().copied().chain(gcra) {
         for (what, value) in command.stats.read() {
             let field = format!("{}_{what}", command.name.replace('.', "_"));
             if let Ok(field) = CString::new(field) {

@@ -18,3 +18,45 @@ pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     peek_command(ctx, args, Kind::Fixed)
 }
+
+command! {
+    FW_INCR: "fw.incr" => incr,
+    flags: super::WRITE,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is a duration, or a calendar unit (minute, hour, day, week, month, year) in an optional time zone (TZ: a zone name such as Europe/Berlin, or an offset).",
+        complexity: "O(1)",
+        arity: -4,
+        args: &[
+            arg("key", Key),
+            arg("limit", Integer),
+            WINDOW_OR_UNIT,
+            optional("quantity", Integer),
+            flag("MS"),
+            flag("SHADOW"),
+        ],
+    },
+}
+
+command! {
+    FW_PEEK: "fw.peek" => peek,
+    flags: super::READ,
+    keys: First,
+    key_use: Read,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Answers what FW.INCR would with quantity 0, without writing.",
+        complexity: "O(1)",
+        arity: -4,
+        args: &[
+            arg("key", Key),
+            arg("limit", Integer),
+            WINDOW_OR_UNIT,
+            flag("MS"),
+        ],
+    },
+}

@@ -107,3 +107,27 @@ fn period_nanos(word: &[u8]) -> Result<i64, CmdError> {
     }
     Ok(nanos as i64)
 }
+
+command! {
+    /// `GCRA` (Redis 8.8's milestone command), registered only when the module
+    /// is loaded with `gcra-command yes` and the server has no `GCRA` of its
+    /// own: never in [`ALL`].
+    GCRA_COMMAND: "gcra" => gcra,
+    flags: super::WRITE,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Redis 8.8's milestone GCRA command (opt-in: module argument gcra-command yes): CL.THROTTLE's decision, state and reply, with period a double in seconds and TOKENS count as the quantity.",
+        complexity: "O(1)",
+        arity: -5,
+        args: &[
+            arg("key", Key),
+            arg("max_burst", Integer),
+            arg("tokens_per_period", Integer),
+            arg("period", Double),
+            keyword("TOKENS", "count", Integer),
+        ],
+    },
+}

@@ -44,3 +44,24 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     trial::run(ctx, name, key, &t, now, quantity, &|n| n == key);
     Ok(reply)
 }
+
+command! {
+    CL_LIMIT: "cl.limit" => limit,
+    flags: super::WRITE,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Applies a named policy's limiter (see CL.POLICY) to a key: decides, writes and answers exactly as that limiter given as arguments, counts the call for the policy and records a refusal for CL.TOP.",
+        complexity: "O(1), as the policy's limiter",
+        arity: -3,
+        args: &[
+            arg("key", Key),
+            arg("policy", ArgKind::String),
+            optional("quantity", Integer),
+            flag("MS"),
+            flag("SHADOW"),
+        ],
+    },
+}

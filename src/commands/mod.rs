@@ -2,7 +2,52 @@
 //! the arguments, read the clock, load the state, let `cell-core` decide,
 //! store and replicate the effect, reply.
 
-mod docs;
+/// Declares a command beside its handler, once: its C entry point and
+/// counters, and everything its registration, `COMMAND DOCS`, key specs and
+/// ACL categories are built from. The docs are written with
+/// `docs::vocabulary`.
+macro_rules! command {
+    (
+        $(#[$attr:meta])*
+        $id:ident: $name:literal => $run:path,
+        flags: $flags:expr,
+        keys: $keys:ident,
+        key_use: $key_use:ident,
+        role: $role:ident,
+        subcommands: $subcommands:expr,
+        docs: $docs:expr $(,)?
+    ) => {
+        $(#[$attr])*
+        pub static $id: $crate::commands::Command = {
+            static STATS: $crate::stats::Stats = $crate::stats::Stats::new();
+            static DOCS: $crate::commands::Docs = {
+                #[allow(unused_imports)]
+                use $crate::commands::docs::vocabulary::*;
+                $docs
+            };
+            extern "C" fn entry(
+                ctx: *mut redis_module::raw::RedisModuleCtx,
+                argv: *mut *mut redis_module::raw::RedisModuleString,
+                argc: std::os::raw::c_int,
+            ) -> std::os::raw::c_int {
+                $crate::handler::dispatch(ctx, argv, argc, $run, &STATS)
+            }
+            $crate::commands::Command {
+                name: $name,
+                flags: $flags,
+                stats: &STATS,
+                docs: &DOCS,
+                keys: $crate::commands::Keys::$keys,
+                key_use: $crate::commands::KeyUse::$key_use,
+                role: $crate::commands::Role::$role,
+                subcommands: $subcommands,
+                entry,
+            }
+        };
+    };
+}
+
+pub(crate) mod docs;
 mod fixed;
 mod gcra;
 mod lease;
@@ -19,7 +64,7 @@ mod trial;
 use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
-use crate::handler::{dispatch, Reply};
+use crate::handler::Reply;
 use crate::limiter::{self, Kind, Limiter};
 use crate::policies::{registry, Refusal};
 use crate::stats::Stats;
@@ -42,6 +87,8 @@ pub struct Command {
     pub key_use: KeyUse,
     /// Who calls it, which decides its ACL category.
     pub role: Role,
+    /// Its subcommands, where the server has them (`CL.POLICY`'s).
+    pub subcommands: &'static [Subcommand],
     pub entry: unsafe extern "C" fn(
         *mut raw::RedisModuleCtx,
         *mut *mut raw::RedisModuleString,
@@ -263,309 +310,43 @@ fn unit(found: &Found) -> Unit {
     }
 }
 
-/// Declares the C entry point of a command handler.
-macro_rules! entry {
-    ($name:ident, $run:path, $stats:ident) => {
-        static $stats: Stats = Stats::new();
-        extern "C" fn $name(
-            ctx: *mut raw::RedisModuleCtx,
-            argv: *mut *mut raw::RedisModuleString,
-            argc: c_int,
-        ) -> c_int {
-            dispatch(ctx, argv, argc, $run, &$stats)
-        }
-    };
-}
-
-entry!(cl_throttle, throttle::throttle, CL_THROTTLE);
-entry!(cl_peek, throttle::peek, CL_PEEK);
-entry!(cl_throttleall, throttle_all::throttle_all, CL_THROTTLEALL);
-entry!(cl_reserve, reserve::reserve, CL_RESERVE);
-entry!(cl_refund, refund::cl, CL_REFUND);
-entry!(sw_refund, refund::sw, SW_REFUND);
-entry!(fw_refund, refund::fw, FW_REFUND);
-entry!(sw_unrecord, sliding::unrecord, SW_UNRECORD);
-entry!(sw_allow, sliding::allow, SW_ALLOW);
-entry!(sw_peek, sliding::peek, SW_PEEK);
-entry!(sw_record, sliding::record, SW_RECORD);
-entry!(sw_load, sliding::load, SW_LOAD);
-entry!(cc_acquire, lease::acquire, CC_ACQUIRE);
-entry!(cc_release, lease::release, CC_RELEASE);
-entry!(cc_renew, lease::renew, CC_RENEW);
-entry!(cc_peek, lease::peek, CC_PEEK);
-entry!(cc_hold, lease::hold_effect, CC_HOLD);
-entry!(cc_drop, lease::drop_effect, CC_DROP);
-entry!(cc_load, lease::load, CC_LOAD);
-entry!(fw_incr, fixed::incr, FW_INCR);
-entry!(fw_peek, fixed::peek, FW_PEEK);
-entry!(cl_limit, limit::limit, CL_LIMIT);
-entry!(cl_policy, policy::policy, CL_POLICY);
-entry!(cl_top, top::top, CL_TOP);
-entry!(gcra_command, gcra::gcra, GCRA);
-
-const WRITE: &str = "write deny-oom fast";
+pub(super) const WRITE: &str = "write deny-oom fast";
 /// Refunds and releases free what they touch (or keep its size): allowed
 /// under OOM.
-const REFUND: &str = "write fast";
-const READ: &str = "readonly fast";
+pub(super) const REFUND: &str = "write fast";
+pub(super) const READ: &str = "readonly fast";
 /// The lease commands walk the leases held (up to the largest `limit` their
 /// callers use): linear, so not `fast`.
-const LEASE_WRITE: &str = "write deny-oom";
-const LEASE_REFUND: &str = "write";
-const LEASE_READ: &str = "readonly";
+pub(super) const LEASE_WRITE: &str = "write deny-oom";
+pub(super) const LEASE_REFUND: &str = "write";
+pub(super) const LEASE_READ: &str = "readonly";
 
-pub const ALL: &[Command] = &[
-    Command {
-        name: "cl.throttle",
-        stats: &CL_THROTTLE,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CL_THROTTLE,
-        flags: WRITE,
-        entry: cl_throttle,
-    },
-    Command {
-        name: "cl.peek",
-        stats: &CL_PEEK,
-        key_use: KeyUse::Read,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CL_PEEK,
-        flags: READ,
-        entry: cl_peek,
-    },
-    Command {
-        name: "cl.throttleall",
-        stats: &CL_THROTTLEALL,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::Counted,
-        docs: &docs::CL_THROTTLEALL,
-        flags: "write deny-oom fast getkeys-api",
-        entry: cl_throttleall,
-    },
-    Command {
-        name: "cl.reserve",
-        stats: &CL_RESERVE,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CL_RESERVE,
-        flags: WRITE,
-        entry: cl_reserve,
-    },
-    Command {
-        name: "cl.refund",
-        stats: &CL_REFUND,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CL_REFUND,
-        flags: REFUND,
-        entry: cl_refund,
-    },
-    Command {
-        name: "sw.allow",
-        stats: &SW_ALLOW,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::SW_ALLOW,
-        flags: WRITE,
-        entry: sw_allow,
-    },
-    Command {
-        name: "sw.peek",
-        stats: &SW_PEEK,
-        key_use: KeyUse::Read,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::SW_PEEK,
-        flags: READ,
-        entry: sw_peek,
-    },
-    Command {
-        name: "sw.refund",
-        stats: &SW_REFUND,
-        key_use: KeyUse::ReadDelete,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::SW_REFUND,
-        flags: REFUND,
-        entry: sw_refund,
-    },
-    Command {
-        name: "fw.incr",
-        stats: &FW_INCR,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::FW_INCR,
-        flags: WRITE,
-        entry: fw_incr,
-    },
-    Command {
-        name: "fw.peek",
-        stats: &FW_PEEK,
-        key_use: KeyUse::Read,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::FW_PEEK,
-        flags: READ,
-        entry: fw_peek,
-    },
-    Command {
-        name: "fw.refund",
-        stats: &FW_REFUND,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::FW_REFUND,
-        flags: REFUND,
-        entry: fw_refund,
-    },
-    Command {
-        name: "cc.acquire",
-        stats: &CC_ACQUIRE,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CC_ACQUIRE,
-        flags: LEASE_WRITE,
-        entry: cc_acquire,
-    },
-    Command {
-        name: "cc.release",
-        stats: &CC_RELEASE,
-        key_use: KeyUse::Delete,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CC_RELEASE,
-        flags: LEASE_REFUND,
-        entry: cc_release,
-    },
-    Command {
-        name: "cc.renew",
-        stats: &CC_RENEW,
-        key_use: KeyUse::Update,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CC_RENEW,
-        flags: LEASE_REFUND,
-        entry: cc_renew,
-    },
-    Command {
-        name: "cc.peek",
-        stats: &CC_PEEK,
-        key_use: KeyUse::Read,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CC_PEEK,
-        flags: LEASE_READ,
-        entry: cc_peek,
-    },
-    Command {
-        name: "cl.limit",
-        stats: &CL_LIMIT,
-        key_use: KeyUse::ReadUpdate,
-        role: Role::Public,
-        keys: Keys::First,
-        docs: &docs::CL_LIMIT,
-        flags: WRITE,
-        entry: cl_limit,
-    },
-    // A container of subcommands where the server has them (Redis 7.0+,
-    // Valkey; see POLICY_SUBCOMMANDS), so that SET and DEL are writes to
-    // the server (paused by CLIENT PAUSE WRITE and failovers, refused on
-    // replicas, under OOM, NOREPLICAS and in read-only scripts) while GET
-    // and LIST run anywhere. Where it has none (Redis 6.2), one command
-    // with these flags: `may-replicate` is what CLIENT PAUSE WRITE holds
-    // back there, and SET and DEL make a write's other checks themselves.
-    // `admin` puts both operators' commands in @admin (and @dangerous) on
-    // every server, which is all a server without module ACL categories
-    // can tell about them.
-    Command {
-        name: "cl.policy",
-        stats: &CL_POLICY,
-        key_use: KeyUse::Read,
-        role: Role::Admin,
-        keys: Keys::None,
-        docs: &docs::CL_POLICY,
-        flags: "may-replicate admin",
-        entry: cl_policy,
-    },
-    Command {
-        name: "cl.top",
-        stats: &CL_TOP,
-        key_use: KeyUse::Read,
-        role: Role::Admin,
-        keys: Keys::None,
-        docs: &docs::CL_TOP,
-        flags: "readonly admin",
-        entry: cl_top,
-    },
-    // The effects replicas and the AOF replay for the commands above.
-    Command {
-        name: "sw.record",
-        stats: &SW_RECORD,
-        key_use: KeyUse::Update,
-        role: Role::Effect,
-        keys: Keys::First,
-        docs: &docs::SW_RECORD,
-        flags: "write deny-oom",
-        entry: sw_record,
-    },
-    Command {
-        name: "sw.unrecord",
-        stats: &SW_UNRECORD,
-        key_use: KeyUse::Delete,
-        role: Role::Effect,
-        keys: Keys::First,
-        docs: &docs::SW_UNRECORD,
-        flags: "write",
-        entry: sw_unrecord,
-    },
-    Command {
-        name: "cc.hold",
-        stats: &CC_HOLD,
-        key_use: KeyUse::Update,
-        role: Role::Effect,
-        keys: Keys::First,
-        docs: &docs::CC_HOLD,
-        flags: "write deny-oom",
-        entry: cc_hold,
-    },
-    Command {
-        name: "cc.drop",
-        stats: &CC_DROP,
-        key_use: KeyUse::Delete,
-        role: Role::Effect,
-        keys: Keys::First,
-        docs: &docs::CC_DROP,
-        flags: "write",
-        entry: cc_drop,
-    },
-    Command {
-        name: "cc.load",
-        stats: &CC_LOAD,
-        key_use: KeyUse::Overwrite,
-        role: Role::Effect,
-        keys: Keys::First,
-        docs: &docs::CC_LOAD,
-        flags: "write deny-oom",
-        entry: cc_load,
-    },
-    Command {
-        name: "sw.load",
-        stats: &SW_LOAD,
-        key_use: KeyUse::Overwrite,
-        role: Role::Effect,
-        keys: Keys::First,
-        docs: &docs::SW_LOAD,
-        flags: "write deny-oom",
-        entry: sw_load,
-    },
+/// Every command, in the order of registration; `GCRA` apart (opt-in).
+pub static ALL: &[&Command] = &[
+    &throttle::CL_THROTTLE,
+    &throttle::CL_PEEK,
+    &throttle_all::CL_THROTTLEALL,
+    &reserve::CL_RESERVE,
+    &refund::CL_REFUND,
+    &sliding::SW_ALLOW,
+    &sliding::SW_PEEK,
+    &refund::SW_REFUND,
+    &fixed::FW_INCR,
+    &fixed::FW_PEEK,
+    &refund::FW_REFUND,
+    &lease::CC_ACQUIRE,
+    &lease::CC_RELEASE,
+    &lease::CC_RENEW,
+    &lease::CC_PEEK,
+    &limit::CL_LIMIT,
+    &policy::CL_POLICY,
+    &top::CL_TOP,
+    &sliding::SW_RECORD,
+    &sliding::SW_UNRECORD,
+    &lease::CC_HOLD,
+    &lease::CC_DROP,
+    &lease::CC_LOAD,
+    &sliding::SW_LOAD,
 ];
 
 /// A subcommand of a container command: its name, flags and docs. Every
@@ -577,57 +358,4 @@ pub struct Subcommand {
     pub docs: &'static Docs,
 }
 
-/// `CL.POLICY`'s subcommands, where the server has subcommands.
-pub const POLICY_SUBCOMMANDS: &[Subcommand] = &[
-    Subcommand {
-        name: "set",
-        flags: "write deny-oom admin",
-        docs: &docs::CL_POLICY_SET,
-    },
-    Subcommand {
-        name: "del",
-        flags: "write admin",
-        docs: &docs::CL_POLICY_DEL,
-    },
-    Subcommand {
-        name: "promote",
-        flags: "write deny-oom admin",
-        docs: &docs::CL_POLICY_PROMOTE,
-    },
-    Subcommand {
-        name: "get",
-        flags: "readonly admin",
-        docs: &docs::CL_POLICY_GET,
-    },
-    Subcommand {
-        name: "list",
-        flags: "readonly admin",
-        docs: &docs::CL_POLICY_LIST,
-    },
-    Subcommand {
-        name: "help",
-        flags: "readonly admin allow-loading allow-stale",
-        docs: &docs::CL_POLICY_HELP,
-    },
-];
-
-/// The subcommands of the command `name`, if it is a container.
-pub fn subcommands_of(name: &str) -> &'static [Subcommand] {
-    match name {
-        "cl.policy" => POLICY_SUBCOMMANDS,
-        _ => &[],
-    }
-}
-/// `GCRA` (Redis 8.8's milestone command), registered only when the module
-/// is loaded with `gcra-command yes` and the server has no `GCRA` of its
-/// own: never in [`ALL`].
-pub const GCRA_COMMAND: Command = Command {
-    name: "gcra",
-    stats: &GCRA,
-    key_use: KeyUse::ReadUpdate,
-    role: Role::Public,
-    keys: Keys::First,
-    docs: &docs::GCRA,
-    flags: WRITE,
-    entry: gcra_command,
-};
+pub use gcra::GCRA_COMMAND;

@@ -10,6 +10,8 @@
 //! no subcommands (Redis 6.2) they make those checks here. `GET`, `LIST`
 //! and `HELP` work everywhere.
 
+use super::docs::vocabulary::{arg, flag, keyword, ArgKind, Docs};
+use super::Subcommand;
 use crate::acl;
 use crate::args::Args;
 use crate::error::{self, CmdError};
@@ -346,3 +348,130 @@ fn enough_good_replicas(ctx: &Context) -> bool {
         .and_then(|n| n.trim().parse::<i64>().ok())
         .is_none_or(|good| good >= need)
 }
+
+// A container of subcommands where the server has them (Redis 7.0+,
+// Valkey; see POLICY_SUBCOMMANDS), so that SET and DEL are writes to
+// the server (paused by CLIENT PAUSE WRITE and failovers, refused on
+// replicas, under OOM, NOREPLICAS and in read-only scripts) while GET
+// and LIST run anywhere. Where it has none (Redis 6.2), one command
+// with these flags: `may-replicate` is what CLIENT PAUSE WRITE holds
+// back there, and SET and DEL make a write's other checks themselves.
+// `admin` puts both operators' commands in @admin (and @dangerous) on
+// every server, which is all a server without module ACL categories
+// can tell about them.
+command! {
+    CL_POLICY: "cl.policy" => policy,
+    flags: "may-replicate admin",
+    keys: None,
+    key_use: Read,
+    role: Admin,
+    subcommands: POLICY_SUBCOMMANDS,
+    docs: Docs {
+        summary: "Named policies: SET name limiter [SHADOW] [TRIAL limiter] creates or replaces one (live, no reset), with a trial limiter run in shadow beside it; GET name answers its limiters, shadow flag and counters; PROMOTE name makes the trial the limit; DEL name removes it; LIST names them all. Server configuration, not keys: saved in RDB, replicated, per node in a cluster.",
+        complexity: "O(1); LIST O(N log N) in the policies",
+        arity: -2,
+        args: &[
+            arg(
+                "subcommand",
+                OneOf(&[
+                    block(
+                        "SET",
+                        &[
+                            arg("name", ArgKind::String),
+                            arg("limiter", ArgKind::String),
+                            flag("SHADOW"),
+                            keyword("TRIAL", "limiter", ArgKind::String),
+                        ],
+                    ),
+                    block("GET", &[arg("name", ArgKind::String)]),
+                    block("DEL", &[arg("name", ArgKind::String)]),
+                    block("PROMOTE", &[arg("name", ArgKind::String)]),
+                    word("LIST"),
+                    word("HELP"),
+                ]),
+            ),
+        ],
+    },
+}
+
+/// `CL.POLICY`'s subcommands, where the server has subcommands.
+const POLICY_SUBCOMMANDS: &[Subcommand] = &[
+    Subcommand {
+        name: "set",
+        flags: "write deny-oom admin",
+        docs: &CL_POLICY_SET,
+    },
+    Subcommand {
+        name: "del",
+        flags: "write admin",
+        docs: &CL_POLICY_DEL,
+    },
+    Subcommand {
+        name: "promote",
+        flags: "write deny-oom admin",
+        docs: &CL_POLICY_PROMOTE,
+    },
+    Subcommand {
+        name: "get",
+        flags: "readonly admin",
+        docs: &CL_POLICY_GET,
+    },
+    Subcommand {
+        name: "list",
+        flags: "readonly admin",
+        docs: &CL_POLICY_LIST,
+    },
+    Subcommand {
+        name: "help",
+        flags: "readonly admin allow-loading allow-stale",
+        docs: &CL_POLICY_HELP,
+    },
+];
+
+const CL_POLICY_SET: Docs = Docs {
+    summary:
+        "Creates or replaces the named policy (live, no reset); a write: replicated and saved.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[
+        arg("name", ArgKind::String),
+        arg("limiter", ArgKind::String),
+        flag("SHADOW"),
+        keyword("TRIAL", "limiter", ArgKind::String),
+    ],
+};
+
+const CL_POLICY_PROMOTE: Docs = Docs {
+    summary: "Makes the named policy's trial its limiter (live, as SET), and ends the trial; a write: replicated and saved.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[arg("name", ArgKind::String)],
+};
+
+const CL_POLICY_GET: Docs = Docs {
+    summary: "Answers the named policy's limiter, shadow flag and counters.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[arg("name", ArgKind::String)],
+};
+
+const CL_POLICY_DEL: Docs = Docs {
+    summary: "Removes the named policy; answers 1, or 0 if there was none.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[arg("name", ArgKind::String)],
+};
+
+const CL_POLICY_LIST: Docs = Docs {
+    summary: "Names every policy, sorted.",
+    complexity: "O(N log N) in the policies",
+    arity: 0,
+    args: &[],
+};
+
+const CL_POLICY_HELP: Docs = Docs {
+    summary: "Lists the subcommands of CL.POLICY.",
+    complexity: "O(1)",
+    arity: 0,
+    args: &[],
+};

@@ -57,3 +57,73 @@ fn refund(
     let verdict = limiter.refund(&mut key, clock::now_nanos(), q)?;
     Ok(Reply::Verdict(verdict, unit))
 }
+
+command! {
+    CL_REFUND: "cl.refund" => cl,
+    flags: super::REFUND,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Gives back up to `quantity` to a CL.THROTTLE bucket (never beyond full; a full bucket's key is deleted), and answers what CL.PEEK answers afterwards.",
+        complexity: "O(1)",
+        arity: -6,
+        args: &[
+            arg("key", Key),
+            arg("max_burst", Integer),
+            arg("count_per_period", Integer),
+            arg("period", Duration),
+            arg("quantity", Integer),
+            flag("MS"),
+        ],
+    },
+}
+
+command! {
+    SW_REFUND: "sw.refund" => sw,
+    flags: super::REFUND,
+    keys: First,
+    key_use: ReadDelete,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Gives back up to `quantity` to a sliding window (newest requests first; with APPROX, the current window's count, then the previous one's), and answers what SW.PEEK answers afterwards.",
+        complexity: "O(1) amortised; O(C) per 12 KiB chunk of the log given back",
+        arity: -5,
+        args: &[
+            arg("key", Key),
+            arg("limit", Integer),
+            arg("window", Duration),
+            arg("quantity", Integer),
+            flag("APPROX"),
+            flag("MS"),
+        ],
+    },
+}
+
+command! {
+    FW_REFUND: "fw.refund" => fw,
+    flags: super::REFUND,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Gives back up to `quantity` to a fixed window counter (not below 0, keeping its window's end), and answers what FW.PEEK answers afterwards.",
+        complexity: "O(1)",
+        arity: -5,
+        args: &[
+            arg("key", Key),
+            arg("limit", Integer),
+            arg(
+                "window_or_unit",
+                OneOf(&[arg("window", Duration), CALENDAR_UNIT]),
+            ),
+            arg("quantity", Integer),
+            flag("ALIGN"),
+            keyword("TZ", "zone", String),
+            flag("MS"),
+        ],
+    },
+}

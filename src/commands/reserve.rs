@@ -52,3 +52,26 @@ pub fn reserve(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         }
     }
 }
+
+command! {
+    CL_RESERVE: "cl.reserve" => reserve,
+    flags: super::WRITE,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "GCRA as a queue: admits now as CL.THROTTLE, or takes the next slot when it comes within MAXWAIT and answers [0, limit, remaining, wait, reset_after] (wait rounded up), or refuses as CL.THROTTLE.",
+        complexity: "O(1)",
+        arity: -5,
+        args: &[
+            arg("key", Key),
+            arg("max_burst", Integer),
+            arg("count_per_period", Integer),
+            arg("period", Duration),
+            optional("quantity", Integer),
+            keyword_required("MAXWAIT", "duration", Duration),
+            flag("MS"),
+        ],
+    },
+}

@@ -18,3 +18,47 @@ pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     peek_command(ctx, args, Kind::Gcra)
 }
+
+command! {
+    CL_THROTTLE: "cl.throttle" => throttle,
+    flags: super::WRITE,
+    keys: First,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Rate-limits a key with GCRA (redis-cell compatible): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after] (durations in seconds, or ms with MS).",
+        complexity: "O(1)",
+        arity: -5,
+        args: &[
+            arg("key", Key),
+            arg("max_burst", Integer),
+            arg("count_per_period", Integer),
+            arg("period", Duration),
+            optional("quantity", Integer),
+            flag("MS"),
+            flag("SHADOW"),
+        ],
+    },
+}
+
+command! {
+    CL_PEEK: "cl.peek" => peek,
+    flags: super::READ,
+    keys: First,
+    key_use: Read,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Answers what CL.THROTTLE would with quantity 0, without writing.",
+        complexity: "O(1)",
+        arity: -5,
+        args: &[
+            arg("key", Key),
+            arg("max_burst", Integer),
+            arg("count_per_period", Integer),
+            arg("period", Duration),
+            flag("MS"),
+        ],
+    },
+}

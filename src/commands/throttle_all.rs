@@ -457,3 +457,43 @@ fn report_keys(ctx: &Context, args: &Args) {
         unsafe { key_at(ctx.ctx, (2 + i) as std::os::raw::c_int) };
     }
 }
+
+command! {
+    CL_THROTTLEALL: "cl.throttleall" => throttle_all,
+    flags: "write deny-oom fast getkeys-api",
+    keys: Counted,
+    key_use: ReadUpdate,
+    role: Public,
+    subcommands: &[],
+    docs: Docs {
+        summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA, SW or FW, with the parameters of CL.THROTTLE, SW.ALLOW or FW.INCR) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
+        complexity: "O(N) in the limiters (at most 100), each as its own command",
+        arity: -5,
+        args: &[
+            arg("numkeys", Integer),
+            multiple("key", Key),
+            multiple(
+                "limiter",
+                OneOf(&[
+                    block(
+                        "GCRA",
+                        &[
+                            arg("max_burst", Integer),
+                            arg("count_per_period", Integer),
+                            arg("period", Duration),
+                        ],
+                    ),
+                    block(
+                        "SW",
+                        &[arg("limit", Integer), arg("window", Duration), flag("APPROX")],
+                    ),
+                    block("FW", &[arg("limit", Integer), WINDOW_OR_UNIT]),
+                    block("POLICY", &[arg("name", ArgKind::String)]),
+                ]),
+            ),
+            keyword("QUANTITY", "q", Integer),
+            flag("MS"),
+            flag("SHADOW"),
+        ],
+    },
+}
