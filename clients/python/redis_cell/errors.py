@@ -65,6 +65,12 @@ class LimiterMismatchError(WrongTypeError):
         self.key = key
         self.holds = holds
 
+    def __reduce__(self) -> tuple[type[LimiterMismatchError], tuple[str, str, str]]:
+        # Exceptions unpickle as cls(*args), and args holds the message only:
+        # without this, one sent to another process (multiprocessing, a task
+        # queue's result) fails to unpickle.
+        return (type(self), (self.message, self.key, self.holds))
+
 
 class OutOfRangeError(CellError):
     """Parameters the engine cannot compute with (``ERR ... out of ... range``)."""
