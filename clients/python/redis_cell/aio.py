@@ -69,10 +69,12 @@ class AsyncCell:
         self._script: AsyncScript | None = None
         self._coredis = type(client).__module__.startswith("coredis")
         self._errors = response_errors(client)
-        # Reloads of a lost library (see Cell): how many succeeded, and the
-        # one under way, which every call that found the library missing
-        # meanwhile awaits instead of sending its own.
+        # Reloads of a lost library (see Cell): how many attempts have ended,
+        # the last one's refusal, and the one under way, which every call
+        # that found the library missing meanwhile awaits instead of sending
+        # its own.
         self._loads = 0
+        self._load_refused: Exception | None = None
         self._reloading: asyncio.Task[None] | None = None
 
     async def _send(
@@ -154,27 +156,31 @@ class AsyncCell:
         return call.parse(reply)
 
     async def _reload(self, lost: Exception, loads: int) -> None:
-        """Loads the library again, or awaits the load under way, unless one
-        succeeded since this call was sent (``loads`` is the count it saw)."""
-        if self._loads != loads:
-            return
-        pending = self._reloading
-        if (
-            pending is None
-            or pending.done()
-            or pending.get_loop() is not asyncio.get_running_loop()
-        ):
-            pending = asyncio.ensure_future(self._load_once())
-            self._reloading = pending
-        try:
+        """Loads the library again, or awaits the load under way, unless an
+        attempt ended since this call was sent (``loads`` is the count it
+        saw): that attempt's outcome is this call's too."""
+        if self._loads == loads:
+            pending = self._reloading
+            if (
+                pending is None
+                or pending.done()
+                or pending.get_loop() is not asyncio.get_running_loop()
+            ):
+                pending = asyncio.ensure_future(self._load_once())
+                self._reloading = pending
             # Shielded: a caller cancelled while it waits leaves the load to
             # the others.
             await asyncio.shield(pending)
-        except self._errors as refused:
+        refused = self._load_refused
+        if refused is not None:
             raise load_failed(lost, refused) from refused
 
     async def _load_once(self) -> None:
-        await self.load_functions(replace=True)
+        try:
+            await self.load_functions(replace=True)
+            self._load_refused = None
+        except self._errors as error:
+            self._load_refused = error
         self._loads += 1
 
     async def _attempt(self, call: Call[T], engine: Engine) -> Any:

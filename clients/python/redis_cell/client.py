@@ -59,10 +59,12 @@ class Cell:
         self._engine = engine_of(engine)
         self._script: Script | None = None
         self._errors = response_errors(client)
-        # Reloads of a lost library: how many succeeded, and one at a time,
-        # so that the calls of many threads that all found it missing
-        # cost the server one FUNCTION LOAD, not one each.
+        # Reloads of a lost library, one at a time: how many attempts have
+        # ended, and the last one's refusal (None when it loaded). The calls
+        # of many threads that all found the library missing cost the server
+        # one FUNCTION LOAD, not one each, and share its refusal too.
         self._loads = 0
+        self._load_refused: Exception | None = None
         self._reload_lock = threading.Lock()
 
     def _send(self, *words: Any, **options: Any) -> Any:
@@ -132,16 +134,20 @@ class Cell:
         return call.parse(reply)
 
     def _reload(self, lost: Exception, loads: int) -> None:
-        """Loads the library again, unless another thread did since this
-        call was sent (``loads`` is the count it saw then)."""
+        """Loads the library again, unless another thread's attempt ended
+        since this call was sent (``loads`` is the count it saw then): that
+        attempt's outcome is this call's too."""
         with self._reload_lock:
-            if self._loads != loads:
-                return
-            try:
-                self.load_functions(replace=True)
-            except self._errors as refused:
-                raise load_failed(lost, refused) from refused
-            self._loads += 1
+            if self._loads == loads:
+                try:
+                    self.load_functions(replace=True)
+                    self._load_refused = None
+                except self._errors as error:
+                    self._load_refused = error
+                self._loads += 1
+            refused = self._load_refused
+        if refused is not None:
+            raise load_failed(lost, refused) from refused
 
     def _attempt(self, call: Call[T], engine: Engine) -> Any:
         if engine is Engine.EVAL:

@@ -394,3 +394,89 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
 def test_each_reply_has_its_class(reply: str, kind: type) -> None:
     error = from_response(reply)
     assert type(error) is kind and error.message == reply
+
+
+@needs_functions
+def test_a_refused_load_is_shared_by_calls_answered_after_it(bare: Any) -> None:
+    """Two calls of one Cell (threads) or one AsyncCell (tasks) find the
+    library missing; the second's reply is held until the first's load was
+    refused. The second takes that refusal instead of sending a load of its
+    own: one refused FUNCTION LOAD for both, whatever order the replies come
+    in."""
+    Cell(bare.client).load_functions()
+    bare.client.execute_command("ACL SETUSER", "app", "on", ">pw", "~*", "+@all", "-function|load")
+    bare.client.execute_command("FUNCTION FLUSH")
+
+    def rejected() -> int:
+        return _commandstats(bare.client, "function|load").get("rejected_calls", 0)
+
+    client = redis.Redis("127.0.0.1", bare.port, username="app", password="pw")
+    cell = Cell(client, engine="functions")
+    real = client.execute_command
+    answered, refused = threading.Event(), threading.Event()
+    outcomes: list[Any] = []
+
+    def held(*words: Any, **options: Any) -> Any:
+        try:
+            return real(*words, **options)
+        except Exception:
+            if words[0] == "FCALL" and threading.current_thread() is second:
+                answered.set()
+                refused.wait(10)
+            raise
+        finally:
+            if words[0] == "FUNCTION LOAD":
+                refused.set()
+
+    def call() -> None:
+        try:
+            outcomes.append(cell.throttle("k", 1, 1, 60))
+        except Exception as error:
+            outcomes.append(error)
+
+    client.execute_command = held  # type: ignore[method-assign]
+    before = rejected()
+    second = threading.Thread(target=call)
+    second.start()
+    assert answered.wait(10)
+    call()
+    second.join()
+    client.close()
+    assert [type(o) for o in outcomes] == [LibraryMissingError] * 2, outcomes
+    assert rejected() - before == 1
+
+    async def two() -> list[Any]:
+        aclient = redis.asyncio.Redis(
+            host="127.0.0.1", port=bare.port, username="app", password="pw"
+        )
+        acell = AsyncCell(aclient, engine="functions")
+        areal = aclient.execute_command
+        arefused = asyncio.Event()
+        sent: list[int] = []
+
+        async def aheld(*words: Any, **options: Any) -> Any:
+            late = False
+            try:
+                if words[0] == "FCALL":
+                    sent.append(1)
+                    late = len(sent) == 2
+                return await areal(*words, **options)
+            except Exception:
+                if late:
+                    await asyncio.wait_for(arefused.wait(), 10)
+                raise
+            finally:
+                if words[0] == "FUNCTION LOAD":
+                    arefused.set()
+
+        aclient.execute_command = aheld  # type: ignore[method-assign]
+        out = await asyncio.gather(
+            acell.throttle("k", 1, 1, 60), acell.throttle("k", 1, 1, 60), return_exceptions=True
+        )
+        await aclient.aclose()
+        return list(out)
+
+    before = rejected()
+    out = asyncio.run(two())
+    assert [type(o) for o in out] == [LibraryMissingError] * 2, out
+    assert rejected() - before == 1
