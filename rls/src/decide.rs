@@ -190,11 +190,18 @@ pub fn statuses(
 ) -> (Vec<Status>, Vec<(String, StatDelta)>) {
     let mut statuses = Vec::with_capacity(checks.len());
     let mut deltas = Vec::new();
+    // By index: a request may hold hundreds of thousands of descriptors.
+    let mut by_index: Vec<Option<&Outcome>> = vec![None; checks.len()];
+    for o in outcomes {
+        if let Some(slot) = by_index.get_mut(o.index) {
+            slot.get_or_insert(o);
+        }
+    }
     for (i, check) in checks.iter().enumerate() {
         match check {
             Check::NoLimit => statuses.push(Status::no_limit()),
             Check::Unlimited => statuses.push(Status::unlimited()),
-            Check::Limit(l) => match outcomes.iter().find(|o| o.index == i) {
+            Check::Limit(l) => match by_index[i] {
                 Some(o) if o.negative => statuses.push(judge_refund(l, o, now_secs)),
                 Some(o) => {
                     let (s, d) = judge(l, o, hits[i], near_ratio, now_secs);

@@ -231,11 +231,11 @@ pub struct Outcome {
 /// merged into one.
 fn held(charges: &[Charge], enforced: &[usize]) -> Vec<Held> {
     let mut out: Vec<Held> = Vec::new();
+    // By key: a request may hold hundreds of thousands of descriptors.
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for &i in enforced {
-        match out
-            .iter_mut()
-            .find(|h| charges[h.lead].key == charges[i].key)
-        {
+        let key = charges[i].key.as_str();
+        match at.get(key).and_then(|&k| out.get_mut(k)) {
             Some(h) => {
                 h.members.push(i);
                 h.hits = h.hits.saturating_add(charges[i].hits);
@@ -243,11 +243,14 @@ fn held(charges: &[Charge], enforced: &[usize]) -> Vec<Held> {
                     h.lead = i;
                 }
             }
-            None => out.push(Held {
-                lead: i,
-                members: vec![i],
-                hits: charges[i].hits,
-            }),
+            None => {
+                at.insert(key, out.len());
+                out.push(Held {
+                    lead: i,
+                    members: vec![i],
+                    hits: charges[i].hits,
+                });
+            }
         }
     }
     out
@@ -355,13 +358,15 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
         // go in one call per quantity; the caller gives back what the
         // allowed calls took when another refuses ([`undo`]).
         let mut by_hits: Vec<(u64, Vec<Held>)> = Vec::new();
+        // The call of each quantity still taking limiters, by quantity.
+        let mut open: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
         for h in all {
-            match by_hits
-                .iter_mut()
-                .find(|(q, g)| *q == h.hits && g.len() < MAX_LIMITERS)
-            {
-                Some((_, g)) => g.push(h),
-                None => by_hits.push((h.hits, vec![h])),
+            match open.get(&h.hits).and_then(|&k| by_hits.get_mut(k)) {
+                Some((_, g)) if g.len() < MAX_LIMITERS => g.push(h),
+                _ => {
+                    open.insert(h.hits, by_hits.len());
+                    by_hits.push((h.hits, vec![h]));
+                }
             }
         }
         for (hits, group) in by_hits {
@@ -575,18 +580,24 @@ pub fn interpret(
                 held,
                 charged: sent,
             } => {
-                let allowed = if *sent {
-                    next("CL.THROTTLEALL", 6)?[0] == 0
+                let (allowed, binding) = if *sent {
+                    let all = next("CL.THROTTLEALL", 6)?;
+                    // The refusing limiter's 1-based index.
+                    let binding = usize::try_from(all[5]).ok().and_then(|b| b.checked_sub(1));
+                    (all[0] == 0, binding)
                 } else {
-                    false
+                    (false, None)
                 };
                 refused |= !allowed;
-                for h in held {
+                for (k, h) in held.iter().enumerate() {
                     let p = next("peek", 5)?;
                     // Refused: nothing was written, and each limiter is
                     // over if it could not take its hits alone; allowed:
                     // every key took them and the peek shows what is left.
-                    let over = !allowed && h.hits > nonneg(p[2]);
+                    // The one that refused is over whatever its peek says:
+                    // the module reads the clock per command, so a limiter
+                    // refused by microseconds may fit at the peek after it.
+                    let over = !allowed && (h.hits > nonneg(p[2]) || binding == Some(k));
                     for o in shared(charges, h, over, nonneg(p[1]), nonneg(p[2]), nonneg(p[4]))? {
                         let i = h.members[o.0];
                         out[i] = Some(o.1);

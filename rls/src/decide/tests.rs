@@ -159,3 +159,34 @@ fn hits_past_any_count_judge_without_overflow() {
     assert_eq!(d.over_limit, u64::MAX - 5);
     assert_eq!(d.near_limit, 5 - 4);
 }
+
+#[test]
+fn many_descriptors_are_decided_in_linear_time() {
+    // Each outcome is found by its index, not by a search of all of them.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let l = rl(5);
+        let n = 200_000;
+        let checks: Vec<Check> = (0..n).map(|_| Check::Limit(l.clone())).collect();
+        let hits = vec![1u64; n];
+        let outcomes: Vec<Outcome> = (0..n)
+            .rev()
+            .map(|i| Outcome {
+                index: i,
+                over: false,
+                before: 0,
+                after: 1,
+                remaining: 4,
+                capacity: 5,
+                reset_secs: None,
+                negative: false,
+            })
+            .collect();
+        let (s, d) = statuses(&checks, &hits, &outcomes, 0.8, 0);
+        let _ = tx.send((s.len(), d.len()));
+    });
+    let got = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("decided within 60 s");
+    assert_eq!(got, (200_000, 200_000));
+}

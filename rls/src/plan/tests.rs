@@ -413,3 +413,54 @@ fn a_call_takes_at_most_a_hundred_limiters() {
     assert_eq!(r.charged.len(), 200);
     assert_eq!(undo(&cs, &r.charged).commands.len(), 200);
 }
+
+#[test]
+fn a_refused_call_marks_its_binding_limiter_over_even_when_its_peek_fits() {
+    // The module reads the clock per command: a limiter refused by a few
+    // microseconds can fit by the time of the peek after it. The call's
+    // binding index (its 6th integer) says which one refused.
+    let cs = [
+        charge(0, limit("{unit: second, requests_per_unit: 5}"), 1),
+        charge(
+            1,
+            limit("{unit: second, requests_per_unit: 3, algorithm: gcra}"),
+            1,
+        ),
+    ];
+    let p = plan(&cs, Mode::AllOrNothing);
+    let r = interpret(
+        &p,
+        &cs,
+        &[
+            vec![1, 3, 0, 1, 1, 2],
+            vec![0, 5, 4, -1, 1],
+            vec![0, 3, 1, -1, 1],
+        ],
+    )
+    .unwrap();
+    assert!(r.refused && r.charged.is_empty());
+    assert!(!r.outcomes[0].over, "the first could take it alone");
+    assert!(r.outcomes[1].over, "the binding limiter refused it");
+    assert_eq!(r.outcomes[1].remaining, 0);
+}
+
+#[test]
+fn a_request_of_many_descriptors_is_planned_in_linear_time() {
+    // A 4 MB gRPC request holds hundreds of thousands of descriptors:
+    // planning must not compare each with every other (minutes of a
+    // runtime thread). Generous bound: the linear plan takes well under 1 s.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let l = limit("{unit: hour, requests_per_unit: 100000}");
+        let cs: Vec<Charge> = (0..200_000u64)
+            .map(|i| charge(i as usize, l.clone(), 1 + i % 50_000))
+            .collect();
+        let p = plan(&cs, Mode::AllOrNothing);
+        let _ = tx.send(p.commands.len());
+    });
+    let n = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("planned within 60 s");
+    // 200,000 peeks and one call per quantity per 100 limiters.
+    assert_eq!(n, 200_000 + 50_000);
+}
