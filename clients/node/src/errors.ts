@@ -1,4 +1,26 @@
 /**
+ * The package ships two builds (ESM and CommonJS), so an application can
+ * hold two copies of each class: its own code imports one while a
+ * dependency (a NestJS app compiled to CommonJS) requires the other.
+ * `instanceof` is answered by the class's name along the value's prototype
+ * chain, among the package's own classes (those carrying this mark), so that
+ * it holds across both copies, as it does within one.
+ */
+const BRAND = Symbol.for("redis-cell.error-class");
+
+function isInstance(of: unknown, value: unknown): boolean {
+  if (typeof of !== "function") return false;
+  if (Function.prototype[Symbol.hasInstance].call(of, value)) return true;
+  if (typeof value !== "object" || value === null) return false;
+  for (let p: object | null = Object.getPrototypeOf(value); p !== null; p = Object.getPrototypeOf(p)) {
+    if (!Object.prototype.hasOwnProperty.call(p, "constructor")) continue;
+    const c: unknown = (p as { constructor: unknown }).constructor;
+    if (typeof c === "function" && BRAND in c && c.name === of.name) return true;
+  }
+  return false;
+}
+
+/**
  * An error reply from the server (or from the Functions twin), with its
  * text exactly as the server sent it: `ERR invalid period: ...`,
  * `WRONGTYPE ...`. `code` is its first word. Replies redis-cell knows are
@@ -14,7 +36,12 @@ export class RedisCellError extends Error {
     this.reply = reply;
     this.code = reply.split(" ", 1)[0] ?? "";
   }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, value);
+  }
 }
+Object.defineProperty(RedisCellError, BRAND, { value: true });
 
 /** The server refused the call's arguments (`ERR invalid ...`, `ERR unknown option ...`, a wrong arity). */
 export class ArgumentError extends RedisCellError {
@@ -73,7 +100,12 @@ export class EngineError extends Error {
     this.name = "EngineError";
     this.reply = options?.reply;
   }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return isInstance(this, value);
+  }
 }
+Object.defineProperty(EngineError, BRAND, { value: true });
 
 /** A command the Functions twin does not have (policies, `SHADOW`, `CL.TOP`). */
 export class ModuleOnlyError extends EngineError {

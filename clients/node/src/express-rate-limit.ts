@@ -210,3 +210,17 @@ export class RedisCellStore implements Store {
 }
 
 export default RedisCellStore;
+
+// The error classes, so that code using only this entry point can tell the failures apart.
+export {
+  ArgumentError,
+  EngineError,
+  EngineNotFoundError,
+  LibraryMissingError,
+  LimiterMismatchError,
+  ModuleMissingError,
+  ModuleOnlyError,
+  OutOfRangeError,
+  RedisCellError,
+  WrongTypeError,
+} from "./errors.js";
