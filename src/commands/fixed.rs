@@ -22,10 +22,7 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 command! {
     FW_INCR: "fw.incr" => incr,
     flags: super::WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Fixed window counter: admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after]. The window is a duration, or a calendar unit (minute, hour, day, week, month, year) in an optional time zone (TZ: a zone name such as Europe/Berlin, or an offset).",
         complexity: "O(1)",
@@ -44,10 +41,7 @@ command! {
 command! {
     FW_PEEK: "fw.peek" => peek,
     flags: super::READ,
-    keys: First,
-    key_use: Read,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: Read, role: Public,
     docs: Docs {
         summary: "Answers what FW.INCR would with quantity 0, without writing.",
         complexity: "O(1)",

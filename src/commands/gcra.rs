@@ -114,10 +114,7 @@ command! {
     /// own: never in [`ALL`].
     GCRA_COMMAND: "gcra" => gcra,
     flags: super::WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Redis 8.8's milestone GCRA command (opt-in: module argument gcra-command yes): CL.THROTTLE's decision, state and reply, with period a double in seconds and TOKENS count as the quantity.",
         complexity: "O(1)",

@@ -222,10 +222,7 @@ fn expire(key: &mut Key, last: Option<i64>) -> Result<(), CmdError> {
 command! {
     CC_ACQUIRE: "cc.acquire" => acquire,
     flags: super::LEASE_WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Takes one of `limit` concurrent leases, expiring `lease` from now unless renewed (or renews the one `id` holds); answers [limited, limit, remaining, retry_after, reset_after, id], id nil when refused.",
         complexity: "O(N) in the leases held",
@@ -243,10 +240,7 @@ command! {
 command! {
     CC_RELEASE: "cc.release" => release,
     flags: super::LEASE_REFUND,
-    keys: First,
-    key_use: Delete,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: Delete, role: Public,
     docs: Docs {
         summary:
             "Releases the lease `id` holds: 1 if it held one, 0 if not (expired, released, unknown).",
@@ -259,10 +253,7 @@ command! {
 command! {
     CC_RENEW: "cc.renew" => renew,
     flags: super::LEASE_REFUND,
-    keys: First,
-    key_use: Update,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: Update, role: Public,
     docs: Docs {
         summary: "Extends the lease `id` holds to `lease` from now: 1 if it held one, 0 if not (the slot is lost).",
         complexity: "O(N) in the leases held",
@@ -274,10 +265,7 @@ command! {
 command! {
     CC_PEEK: "cc.peek" => peek,
     flags: super::LEASE_READ,
-    keys: First,
-    key_use: Read,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: Read, role: Public,
     docs: Docs {
         summary: "Answers [limited, limit, remaining, retry_after, reset_after] for the leases held now, without writing.",
         complexity: "O(N) in the leases held",
@@ -289,10 +277,7 @@ command! {
 command! {
     CC_HOLD: "cc.hold" => hold_effect,
     flags: "write deny-oom",
-    keys: First,
-    key_use: Update,
-    role: Effect,
-    subcommands: &[],
+    keys: First, key_use: Update, role: Effect,
     docs: Docs {
         summary: "Holds a lease until an explicit time after dropping those expired at `now_ns` (the effect CC.ACQUIRE and CC.RENEW replicate).",
         complexity: "O(N) in the leases held",
@@ -309,10 +294,7 @@ command! {
 command! {
     CC_DROP: "cc.drop" => drop_effect,
     flags: "write",
-    keys: First,
-    key_use: Delete,
-    role: Effect,
-    subcommands: &[],
+    keys: First, key_use: Delete, role: Effect,
     docs: Docs {
         summary: "Releases a lease after dropping those expired at `now_ns` (the effect CC.RELEASE replicates).",
         complexity: "O(N) in the leases held",
@@ -324,10 +306,7 @@ command! {
 command! {
     CC_LOAD: "cc.load" => load,
     flags: "write deny-oom",
-    keys: First,
-    key_use: Overwrite,
-    role: Effect,
-    subcommands: &[],
+    keys: First, key_use: Overwrite, role: Effect,
     docs: Docs {
         summary: "Replaces a key's leases with serialized ones (what an AOF rewrite emits), expiring with the last lease.",
         complexity: "O(N) in the leases",

@@ -48,10 +48,7 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 command! {
     CL_LIMIT: "cl.limit" => limit,
     flags: super::WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Applies a named policy's limiter (see CL.POLICY) to a key: decides, writes and answers exactly as that limiter given as arguments, counts the call for the policy and records a refusal for CL.TOP.",
         complexity: "O(1), as the policy's limiter",

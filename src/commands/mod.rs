@@ -11,10 +11,8 @@ macro_rules! command {
         $(#[$attr:meta])*
         $id:ident: $name:literal => $run:path,
         flags: $flags:expr,
-        keys: $keys:ident,
-        key_use: $key_use:ident,
-        role: $role:ident,
-        subcommands: $subcommands:expr,
+        keys: $keys:ident, key_use: $key_use:ident, role: $role:ident,
+        $(subcommands: $subcommands:expr,)?
         docs: $docs:expr $(,)?
     ) => {
         $(#[$attr])*
@@ -40,7 +38,12 @@ macro_rules! command {
                 keys: $crate::commands::Keys::$keys,
                 key_use: $crate::commands::KeyUse::$key_use,
                 role: $crate::commands::Role::$role,
-                subcommands: $subcommands,
+                subcommands: {
+                    #[allow(unused_variables)]
+                    let subcommands: &'static [$crate::commands::Subcommand] = &[];
+                    $(let subcommands = $subcommands;)?
+                    subcommands
+                },
                 entry,
             }
         };

@@ -362,9 +362,7 @@ fn enough_good_replicas(ctx: &Context) -> bool {
 command! {
     CL_POLICY: "cl.policy" => policy,
     flags: "may-replicate admin",
-    keys: None,
-    key_use: Read,
-    role: Admin,
+    keys: None, key_use: Read, role: Admin,
     subcommands: POLICY_SUBCOMMANDS,
     docs: Docs {
         summary: "Named policies: SET name limiter [SHADOW] [TRIAL limiter] creates or replaces one (live, no reset), with a trial limiter run in shadow beside it; GET name answers its limiters, shadow flag and counters; PROMOTE name makes the trial the limit; DEL name removes it; LIST names them all. Server configuration, not keys: saved in RDB, replicated, per node in a cluster.",

@@ -61,10 +61,7 @@ fn refund(
 command! {
     CL_REFUND: "cl.refund" => cl,
     flags: super::REFUND,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Gives back up to `quantity` to a CL.THROTTLE bucket (never beyond full; a full bucket's key is deleted), and answers what CL.PEEK answers afterwards.",
         complexity: "O(1)",
@@ -83,10 +80,7 @@ command! {
 command! {
     SW_REFUND: "sw.refund" => sw,
     flags: super::REFUND,
-    keys: First,
-    key_use: ReadDelete,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadDelete, role: Public,
     docs: Docs {
         summary: "Gives back up to `quantity` to a sliding window (newest requests first; with APPROX, the current window's count, then the previous one's), and answers what SW.PEEK answers afterwards.",
         complexity: "O(1) amortised; O(C) per 12 KiB chunk of the log given back",
@@ -105,10 +99,7 @@ command! {
 command! {
     FW_REFUND: "fw.refund" => fw,
     flags: super::REFUND,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Gives back up to `quantity` to a fixed window counter (not below 0, keeping its window's end), and answers what FW.PEEK answers afterwards.",
         complexity: "O(1)",

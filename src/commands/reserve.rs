@@ -56,10 +56,7 @@ pub fn reserve(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 command! {
     CL_RESERVE: "cl.reserve" => reserve,
     flags: super::WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "GCRA as a queue: admits now as CL.THROTTLE, or takes the next slot when it comes within MAXWAIT and answers [0, limit, remaining, wait, reset_after] (wait rounded up), or refuses as CL.THROTTLE.",
         complexity: "O(1)",

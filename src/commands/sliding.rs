@@ -91,10 +91,7 @@ pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 command! {
     SW_ALLOW: "sw.allow" => allow,
     flags: super::WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Exact sliding window limit (or, with APPROX, the sliding window counter): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after].",
         complexity: "O(1) amortised; O(C) at worst, C the entries of one 12 KiB chunk of the log",
@@ -114,10 +111,7 @@ command! {
 command! {
     SW_PEEK: "sw.peek" => peek,
     flags: super::READ,
-    keys: First,
-    key_use: Read,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: Read, role: Public,
     docs: Docs {
         summary: "Answers what SW.ALLOW would with quantity 0, without writing.",
         complexity: "O(1) amortised; O(C) at worst, C the entries of one 12 KiB chunk of the log",
@@ -136,10 +130,7 @@ command! {
 command! {
     SW_RECORD: "sw.record" => record,
     flags: "write deny-oom",
-    keys: First,
-    key_use: Update,
-    role: Effect,
-    subcommands: &[],
+    keys: First, key_use: Update, role: Effect,
     docs: Docs {
         summary: "Records a request in a sliding window at an explicit time (the effect SW.ALLOW replicates).",
         complexity: "O(1) amortised",
@@ -157,10 +148,7 @@ command! {
 command! {
     SW_UNRECORD: "sw.unrecord" => unrecord,
     flags: "write",
-    keys: First,
-    key_use: Delete,
-    role: Effect,
-    subcommands: &[],
+    keys: First, key_use: Delete, role: Effect,
     docs: Docs {
         summary: "Gives back `quantity` in a sliding window at an explicit time (the effect SW.REFUND replicates).",
         complexity: "O(1) amortised",
@@ -178,10 +166,7 @@ command! {
 command! {
     SW_LOAD: "sw.load" => load,
     flags: "write deny-oom",
-    keys: First,
-    key_use: Overwrite,
-    role: Effect,
-    subcommands: &[],
+    keys: First, key_use: Overwrite, role: Effect,
     docs: Docs {
         summary: "Replaces a sliding window with a serialized one (what an AOF rewrite emits), expiring when its newest request leaves the window.",
         complexity: "O(N) in the entries",

@@ -22,10 +22,7 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 command! {
     CL_THROTTLE: "cl.throttle" => throttle,
     flags: super::WRITE,
-    keys: First,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Rate-limits a key with GCRA (redis-cell compatible): admits `quantity` or refuses, and answers [limited, limit, remaining, retry_after, reset_after] (durations in seconds, or ms with MS).",
         complexity: "O(1)",
@@ -45,10 +42,7 @@ command! {
 command! {
     CL_PEEK: "cl.peek" => peek,
     flags: super::READ,
-    keys: First,
-    key_use: Read,
-    role: Public,
-    subcommands: &[],
+    keys: First, key_use: Read, role: Public,
     docs: Docs {
         summary: "Answers what CL.THROTTLE would with quantity 0, without writing.",
         complexity: "O(1)",

@@ -461,10 +461,7 @@ fn report_keys(ctx: &Context, args: &Args) {
 command! {
     CL_THROTTLEALL: "cl.throttleall" => throttle_all,
     flags: "write deny-oom fast getkeys-api",
-    keys: Counted,
-    key_use: ReadUpdate,
-    role: Public,
-    subcommands: &[],
+    keys: Counted, key_use: ReadUpdate, role: Public,
     docs: Docs {
         summary: "Several limits in one atomic, all-or-nothing call: each limiter (GCRA, SW or FW, with the parameters of CL.THROTTLE, SW.ALLOW or FW.INCR) decides for its key; all keys are written only if all allow. Answers the binding limiter's [limited, limit, remaining, retry_after, reset_after] and its 1-based index.",
         complexity: "O(N) in the limiters (at most 100), each as its own command",

@@ -59,10 +59,7 @@ pub fn top(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 command! {
     CL_TOP: "cl.top" => top,
     flags: "readonly admin",
-    keys: None,
-    key_use: Read,
-    role: Admin,
-    subcommands: &[],
+    keys: None, key_use: Read, role: Admin,
     docs: Docs {
         summary: "The keys refused most often (shadow refusals included), by all limiter commands, by one policy or by its trial, as [key, count, error, shadow] from a bounded Space-Saving summary; RESET empties it after answering.",
         complexity: "O(N) in the keys answered",
