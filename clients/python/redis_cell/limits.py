@@ -164,6 +164,15 @@ def _window_start(now: float, expiry: int, used: int, last: Decision, oldest: De
     return now + oldest.retry_after / 1000 - float(expiry)
 
 
+def _restarts(count: int, amount: int, expiry: int, decision: Decision) -> bool:
+    """Whether limits' own storage would set the window's end again here:
+    its INCRBY + EXPIRE does whenever the count answered equals the amount,
+    which for a counter that existed means refunds had brought it back to 0.
+    FW.INCR keeps such a counter's expiry (a new counter gets the whole
+    window: ``reset_after`` in ms is then at least ``expiry`` s)."""
+    return count == amount and decision.reset_after < expiry * 1000
+
+
 def _sliding(reply: Any) -> tuple[int, float, int, float]:
     previous, previous_ttl, current, current_ttl = (int(x) for x in reply)
     return previous, max(0, previous_ttl) / 1000, current, max(0, current_ttl) / 1000
@@ -231,7 +240,11 @@ class _CellSync:
         try:
             if amount < 0:
                 return int(self._lower(keys=[key], args=[amount, expiry]))
-            return UNBOUNDED - self._cell.fw_incr(key, UNBOUNDED, expiry, amount).remaining
+            decision = self._cell.fw_incr(key, UNBOUNDED, expiry, amount, ms=True)
+            count = UNBOUNDED - decision.remaining
+            if _restarts(count, amount, expiry, decision):
+                self.get_connection().expire(key, expiry)  # type: ignore[attr-defined]
+            return count
         except Exception as error:
             wrong = _wrong_type(error)
             if wrong is None:
@@ -369,8 +382,11 @@ class _CellAsync:
         try:
             if amount < 0:
                 return int(await self._lower(keys=[key], args=[amount, expiry]))
-            decision = await self._cell.fw_incr(key, UNBOUNDED, expiry, amount)
-            return UNBOUNDED - decision.remaining
+            decision = await self._cell.fw_incr(key, UNBOUNDED, expiry, amount, ms=True)
+            count = UNBOUNDED - decision.remaining
+            if _restarts(count, amount, expiry, decision):
+                await self.bridge.get_connection().expire(key, expiry)
+            return count
         except Exception as error:
             wrong = _wrong_type(error)
             if wrong is None:

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
+import redis
 from limits import RateLimitItemPerMinute
 from limits.aio import strategies as aio_strategies
 from limits.storage import RedisStorage, storage_from_string
@@ -78,6 +79,52 @@ def test_negative_costs_as_limits_own_storage(strategy: str, engine: str) -> Non
         mine, other = (f"LIMITS:{item.key_for(key + side)}" for side in (":ours", ":theirs"))
         assert conn.get(mine) == conn.get(other)
         assert abs(conn.ttl(mine) - conn.ttl(other)) <= 1
+
+
+@pytest.mark.parametrize("engine", ["module", "twin"])
+def test_fixed_window_restarts_as_limits_own_storage(engine: str) -> None:
+    """limits' INCRBY + EXPIRE sets the window's end again whenever the
+    count it answers equals the cost: after refunds brought a counter back
+    to 0, the next hit starts a new window. Before each call both keys'
+    expiry is moved to 30 s, so that a call which sets it is seen."""
+    port, query = _server(engine)
+    theirs = RedisStorage(f"redis://127.0.0.1:{port}")
+    ours = storage_from_string(f"rediscell://127.0.0.1:{port}{query}")
+    conn = theirs.get_connection()
+    item = RateLimitItemPerMinute(5)
+    key = uuid.uuid4().hex
+    keys = [f"LIMITS:{item.key_for(key + side)}" for side in (":theirs", ":ours")]
+    for cost in [-1, 1, 1, -1, 2, -2, -2, 2, 1, 1, 0, -1, 3]:
+        for k in keys:
+            conn.pexpire(k, 30_000)
+        hits = [
+            FixedWindowRateLimiter(s).hit(item, key + side, cost=cost)
+            for s, side in ((theirs, ":theirs"), (ours, ":ours"))
+        ]
+        assert hits[0] == hits[1], cost
+        values, ttls = [conn.get(k) for k in keys], [conn.ttl(k) for k in keys]
+        assert values[0] == values[1], (cost, values)
+        assert abs(ttls[0] - ttls[1]) <= 1, (cost, values, ttls)
+
+
+@pytest.mark.parametrize("implementation", ["coredis", "redispy", "valkey"])
+async def test_async_fixed_window_restarts_as_limits_own_storage(implementation: str) -> None:
+    port = os.environ["CELL_MODULE_PORT"]
+    theirs = storage_from_string(f"async+redis://127.0.0.1:{port}", implementation=implementation)
+    ours = storage_from_string(f"async+rediscell://127.0.0.1:{port}", implementation=implementation)
+    conn = redis.Redis("127.0.0.1", int(port))
+    item = RateLimitItemPerMinute(5)
+    key = uuid.uuid4().hex
+    keys = [f"LIMITS:{item.key_for(key + side)}" for side in (":theirs", ":ours")]
+    for cost in [-1, 1, 1, -2, 2, 1]:
+        for k in keys:
+            conn.pexpire(k, 30_000)
+        for storage, side in ((theirs, ":theirs"), (ours, ":ours")):
+            await aio_strategies.FixedWindowRateLimiter(storage).hit(item, key + side, cost=cost)
+        values, ttls = [conn.get(k) for k in keys], [conn.ttl(k) for k in keys]
+        assert values[0] == values[1], (cost, values)
+        assert abs(ttls[0] - ttls[1]) <= 1, (cost, values, ttls)
+    conn.close()
 
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGIES))
