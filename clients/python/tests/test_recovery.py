@@ -366,6 +366,27 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
 
         assert asyncio.run(run()).remaining == 1
         assert _library(node)
+
+        # valkey-py's cluster client, and coredis' asyncio one.
+        import coredis
+        import valkey.cluster
+
+        port = int(_env("CELL_CLUSTER_PORTS").split(",")[0])
+        node.execute_command("FUNCTION FLUSH")
+        vcluster = valkey.cluster.ValkeyCluster(host="127.0.0.1", port=port)
+        assert Cell(vcluster, engine="functions").sw_allow(key + ":v", 2, 60).remaining == 1
+        vcluster.close()
+        assert _library(node)
+        node.execute_command("FUNCTION FLUSH")
+
+        async def run_coredis() -> Decision:
+            client: Any = coredis.RedisCluster(host="127.0.0.1", port=port)
+            decision = await AsyncCell(client, engine="functions").fw_incr(key + ":c", 2, 60)
+            await _aclose(client)
+            return decision
+
+        assert asyncio.run(run_coredis()).remaining == 1
+        assert _library(node)
         node.close()
     finally:
         # The cluster is the module's: leave it without the library, as found.
