@@ -294,12 +294,12 @@ pub fn parse_json_request(body: &[u8]) -> Result<RateLimitRequest, String> {
 
 /// `/json`: a `RateLimitRequest` in proto3 JSON, answered in proto3 JSON
 /// (as the reference's endpoint for testing by hand).
-async fn json_endpoint(st: &State, body: &[u8]) -> (u16, String) {
+async fn json_endpoint(st: &Arc<State>, body: &[u8]) -> (u16, String) {
     let req = match parse_json_request(body) {
         Ok(r) => r,
         Err(e) => return (400, json!({ "error": e }).to_string()),
     };
-    match st.should_rate_limit(&req).await {
+    match st.decide_detached(req).await {
         Err(f) => (500, json!({"error": f.message}).to_string()),
         Ok(resp) => {
             let code = |c: i32| match c {

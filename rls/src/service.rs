@@ -55,7 +55,27 @@ impl State {
         }
     }
 
-    /// Decides one request.
+    /// Decides one request on a task of its own, so that a client that
+    /// gives up (Envoy's deadline is 20 ms by default) or a server deadline
+    /// never stops it halfway: between an all-or-nothing charge and the
+    /// refund of a refused request, or between a charge and its stats.
+    pub async fn decide_detached(
+        self: &Arc<Self>,
+        req: RateLimitRequest,
+    ) -> Result<RateLimitResponse, Failure> {
+        let st = self.clone();
+        match tokio::spawn(async move { st.should_rate_limit(&req).await }).await {
+            Ok(r) => r,
+            // The caller answers a panic as it would its own.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => Err(Failure {
+                message: "the request was cancelled".into(),
+                redis: false,
+            }),
+        }
+    }
+
+    /// Decides one request (see [`State::decide_detached`]).
     pub async fn should_rate_limit(
         &self,
         req: &RateLimitRequest,
@@ -346,7 +366,7 @@ impl RateLimitService for Grpc {
         let st = &self.0;
         st.stats
             .add("ratelimit_server.ShouldRateLimit.total_requests", 1);
-        let r = st.should_rate_limit(request.get_ref()).await;
+        let r = st.decide_detached(request.into_inner()).await;
         st.stats.time(
             "ratelimit_server.ShouldRateLimit.response_time",
             start.elapsed().as_secs_f64(),

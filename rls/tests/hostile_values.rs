@@ -517,3 +517,44 @@ descriptors:
     assert!(e.message().starts_with("redis error"), "{e:?}");
     assert_eq!(main.get_int(&key), 1);
 }
+
+/// A client that gives up (Envoy's deadline is 20 ms by default) while
+/// the per-second Redis is still deciding: the request still finishes, and
+/// the main Redis's charge of a refused request is given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_gives_back_when_the_client_gives_up() {
+    not_near_hour_end();
+    let main = Redis::start();
+    let fast = Redis::start();
+    let cfg = "domain: f
+descriptors:
+  - key: s
+    rate_limit: {unit: second, unit_multiplier: 3600, requests_per_unit: 1}
+  - key: h
+    rate_limit: {unit: hour, requests_per_unit: 100}
+";
+    let env = per_second_env(&fast);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let rls = Rls::start(&main.url(), &[("f.yaml", cfg)], &env);
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let both = || request("f", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]);
+    assert_eq!(call(&mut c, both()).await.overall_code, OK);
+    let key = format!("f_h_{u}_{}", hour());
+    assert_eq!(main.get_int(&key), 1);
+    // The per-second Redis answers 1 s late; the client waits 200 ms.
+    fast.cmd(&["CLIENT", "PAUSE", "1000", "ALL"]);
+    let mut r = tonic::Request::new(both());
+    r.set_timeout(std::time::Duration::from_millis(200));
+    assert!(c.should_rate_limit(r).await.is_err(), "the client gave up");
+    // Refused by the per-second limit: the hour's charge is given back
+    // once the per-second Redis answers.
+    wait_until(
+        "the hour's charge given back",
+        std::time::Duration::from_secs(8),
+        || main.get_int(&key) == 1,
+    );
+    let r = call(&mut c, both()).await;
+    assert_eq!(r.overall_code, OVER);
+    assert_eq!(main.get_int(&key), 1);
+}
