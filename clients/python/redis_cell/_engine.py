@@ -146,7 +146,7 @@ def lost_library(error: Exception, engine: Engine) -> bool:
     return (
         engine is Engine.FUNCTIONS
         and isinstance(converted, LibraryMissingError)
-        and FUNCTION_NOT_FOUND in converted.message
+        and converted.message.startswith(FUNCTION_NOT_FOUND)
     )
 
 

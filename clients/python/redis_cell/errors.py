@@ -104,7 +104,10 @@ _MODULE_COMMAND = re.compile(r"unknown command ['`](?:(?:CL|SW|FW|CC)\.|GCRA['`]
 # Redis 6.2 has no functions: FCALL itself is unknown there.
 _NO_FCALL = re.compile(r"unknown command ['`]FCALL['`]", re.IGNORECASE)
 
-FUNCTION_NOT_FOUND = "Function not found"
+# FCALL's own reply for a function the server does not have; only its start
+# is matched, so that a text that merely quotes those words (an argument
+# echoed in an error) is not taken for a lost library.
+FUNCTION_NOT_FOUND = "ERR Function not found"
 
 # The module's and the twin's texts for a string that is no state of the
 # command's limiter: a wrong type too, not bad arguments.
@@ -120,7 +123,7 @@ def from_response(message: str) -> CellError:
         return WrongTypeError(message)
     if _MODULE_COMMAND.search(message):
         return ModuleMissingError(message)
-    if FUNCTION_NOT_FOUND in message or _NO_FCALL.search(message):
+    if message.startswith(FUNCTION_NOT_FOUND) or _NO_FCALL.search(message):
         return LibraryMissingError(message)
     if "range" in message and ("out of" in message or "overflows" in message):
         return OutOfRangeError(message)

@@ -410,6 +410,7 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
         ),
         ("ERR key holds an exact sliding window; APPROX needs a key of its own", WrongTypeError),
         ("ERR invalid quantity: must be 0 or greater", ArgumentError),
+        ("ERR unknown policy 'Function not found'", ArgumentError),
     ],
 )
 def test_each_reply_has_its_class(reply: str, kind: type) -> None:
