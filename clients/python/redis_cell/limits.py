@@ -87,6 +87,9 @@ if count == tonumber(ARGV[1]) then redis.call('expire', KEYS[1], ARGV[2]) end
 return count
 """
 
+# INCRBY's reply for a string that is no integer.
+_NOT_AN_INTEGER = "ERR value is not an integer"
+
 # The key check() peeks at (nothing is written): one call through the engine.
 CHECK_KEY = "redis-cell:check"
 
@@ -129,11 +132,13 @@ def _mismatch_error(
 
 def _wrong_type(error: Exception) -> CellError | None:
     """The typed WRONGTYPE of a call, or None for any other error. A value
-    that is no integer (the twin's window read as a fixed window's counter)
-    is one too."""
+    that is no integer (the twin's window read as a fixed window's counter,
+    by ``GET`` or by the refund script's ``INCRBY``) is one too."""
     if isinstance(error, ValueError):
         return WrongTypeError(f"WRONGTYPE the key holds no fixed window counter ({error})")
     converted = typed(error)
+    if isinstance(converted, CellError) and converted.message.startswith(_NOT_AN_INTEGER):
+        return WrongTypeError(f"WRONGTYPE the key holds no fixed window counter ({error})")
     return converted if isinstance(converted, WrongTypeError) else None
 
 

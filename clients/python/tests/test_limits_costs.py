@@ -187,6 +187,13 @@ def test_a_strategy_switch_names_the_key_and_the_fix(engine: str) -> None:
         assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
         assert isinstance(error.value, WrongTypeError)
 
+    # A refund is the fixed window's first call on the moving window's key.
+    key = uuid.uuid4().hex
+    assert moving.hit(item, key)
+    with pytest.raises(LimiterMismatchError) as error:
+        fixed.hit(item, key, cost=-1)
+    assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
+
     # The sliding window counter keeps its own two keys, beside either.
     assert sliding.hit(item, key) and moving.hit(item, key)
     assert sliding.get_window_stats(item, key).remaining == 4
