@@ -78,7 +78,8 @@ def test_negative_costs_as_limits_own_storage(strategy: str, engine: str) -> Non
         conn = theirs.get_connection()
         mine, other = (f"LIMITS:{item.key_for(key + side)}" for side in (":ours", ":theirs"))
         assert conn.get(mine) == conn.get(other)
-        assert abs(conn.ttl(mine) - conn.ttl(other)) <= 1
+        # (seconds apart on a loaded machine: the two sides run one after the other)
+        assert abs(conn.ttl(mine) - conn.ttl(other)) <= 5
 
 
 @pytest.mark.parametrize("engine", ["module", "twin"])
@@ -86,7 +87,8 @@ def test_fixed_window_restarts_as_limits_own_storage(engine: str) -> None:
     """limits' INCRBY + EXPIRE sets the window's end again whenever the
     count it answers equals the cost: after refunds brought a counter back
     to 0, the next hit starts a new window. Before each call both keys'
-    expiry is moved to 30 s, so that a call which sets it is seen."""
+    expiry is moved to 30 s, so that a call which sets it (to 60 s) is seen;
+    the 5 s allowed is for a loaded machine's pauses between the calls."""
     port, query = _server(engine)
     theirs = RedisStorage(f"redis://127.0.0.1:{port}")
     ours = storage_from_string(f"rediscell://127.0.0.1:{port}{query}")
@@ -104,7 +106,7 @@ def test_fixed_window_restarts_as_limits_own_storage(engine: str) -> None:
         assert hits[0] == hits[1], cost
         values, ttls = [conn.get(k) for k in keys], [conn.ttl(k) for k in keys]
         assert values[0] == values[1], (cost, values)
-        assert abs(ttls[0] - ttls[1]) <= 1, (cost, values, ttls)
+        assert abs(ttls[0] - ttls[1]) <= 5, (cost, values, ttls)
 
 
 @pytest.mark.parametrize("implementation", ["coredis", "redispy", "valkey"])
@@ -123,7 +125,7 @@ async def test_async_fixed_window_restarts_as_limits_own_storage(implementation:
             await aio_strategies.FixedWindowRateLimiter(storage).hit(item, key + side, cost=cost)
         values, ttls = [conn.get(k) for k in keys], [conn.ttl(k) for k in keys]
         assert values[0] == values[1], (cost, values)
-        assert abs(ttls[0] - ttls[1]) <= 1, (cost, values, ttls)
+        assert abs(ttls[0] - ttls[1]) <= 5, (cost, values, ttls)
     conn.close()
 
 
