@@ -195,6 +195,10 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .concurrency_limit_per_connection(settings.grpc_max_concurrent_streams as usize)
         .max_connection_age(settings.grpc_max_connection_age)
         .max_connection_age_grace(settings.grpc_max_connection_age_grace)
+        // A stream whose body never comes would keep its connection busy
+        // (never idle, never closed for a newer one); its decision, once
+        // started, finishes on its own task whatever this cuts.
+        .timeout(settings.grpc_request_timeout)
         // A peer that stops answering pings is gone: its connection closes.
         .http2_keepalive_interval(Some(Duration::from_secs(60)))
         .http2_keepalive_timeout(Some(Duration::from_secs(20)))

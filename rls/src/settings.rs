@@ -68,6 +68,10 @@ pub struct Settings {
     pub grpc_max_concurrent_streams: u32,
     pub grpc_max_connection_age: Duration,
     pub grpc_max_connection_age_grace: Duration,
+    /// Extension: the time a gRPC request has from its headers to its
+    /// answer (its body included), so a stream that never sends its body
+    /// does not keep its connection busy for good.
+    pub grpc_request_timeout: Duration,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -284,6 +288,7 @@ impl Settings {
                 .d("GRPC_MAX_CONNECTION_AGE", Duration::from_secs(24 * 3600))?,
             grpc_max_connection_age_grace: e
                 .d("GRPC_MAX_CONNECTION_AGE_GRACE", Duration::from_secs(3600))?,
+            grpc_request_timeout: e.d("GRPC_REQUEST_TIMEOUT", Duration::from_secs(30))?,
         };
         for (name, v) in [
             ("RUNTIME_MAX_FILE_BYTES", s.runtime_max_file_bytes),
@@ -308,6 +313,7 @@ impl Settings {
             ("GRPC_HANDSHAKE_TIMEOUT", s.grpc_handshake_timeout),
             ("GRPC_MAX_CONNECTION_IDLE", s.grpc_max_connection_idle),
             ("GRPC_MAX_CONNECTION_AGE", s.grpc_max_connection_age),
+            ("GRPC_REQUEST_TIMEOUT", s.grpc_request_timeout),
         ] {
             if d.is_zero() {
                 return Err(SettingsError(format!("{name}: must be longer than 0")));
@@ -433,6 +439,7 @@ mod tests {
         );
         assert_eq!(s.http_read_timeout, Duration::from_secs(10));
         assert_eq!(s.grpc_handshake_timeout, Duration::from_secs(10));
+        assert_eq!(s.grpc_request_timeout, Duration::from_secs(30));
         assert_eq!(s.runtime_max_file_bytes, 1 << 20);
         assert_eq!(s.runtime_max_total_bytes, 4 << 20);
         assert_eq!(s.runtime_max_depth, 64);

@@ -9,6 +9,7 @@ use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::google::protobuf::UInt64Value;
 use support::*;
 
@@ -504,4 +505,84 @@ async fn json_hits_out_of_range_are_refused() {
     let (code, text) = post_json(rls.http_port, &d);
     assert_eq!(code, 200, "{text}");
     assert!(text.contains("\"limitRemaining\":5"), "{text}");
+}
+
+/// A gRPC connection with one request whose body never comes: the
+/// preface, an empty SETTINGS frame and a HEADERS frame without
+/// END_STREAM (HPACK literals, no Huffman).
+fn stalled_stream(port: u16) -> TcpStream {
+    fn lit(out: &mut Vec<u8>, v: &str) {
+        out.push(u8::try_from(v.len()).expect("short value"));
+        out.extend_from_slice(v.as_bytes());
+    }
+    let mut block = vec![0x83, 0x86]; // :method POST, :scheme http
+    block.push(0x04); // :path, not indexed
+    lit(
+        &mut block,
+        "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit",
+    );
+    block.push(0x01); // :authority
+    lit(&mut block, "127.0.0.1");
+    block.extend_from_slice(&[0x0f, 0x10]); // content-type
+    lit(&mut block, "application/grpc");
+    block.push(0x00);
+    lit(&mut block, "te");
+    lit(&mut block, "trailers");
+    let mut bytes = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0".to_vec();
+    let len = u32::try_from(block.len()).unwrap().to_be_bytes();
+    // HEADERS, END_HEADERS, stream 1.
+    bytes.extend_from_slice(&[len[1], len[2], len[3], 0x01, 0x04, 0, 0, 0, 1]);
+    bytes.extend_from_slice(&block);
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(&bytes).unwrap();
+    // The server's SETTINGS: it has read the preface, and the HEADERS that
+    // came with it.
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut buf = [0u8; 9];
+    s.read_exact(&mut buf).expect("the server's SETTINGS");
+    s
+}
+
+/// Requests that never send their body make their connections busy:
+/// they end at `GRPC_REQUEST_TIMEOUT`, so the cap never locks clients out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_without_a_body_end_and_free_the_cap() {
+    not_near_hour_end();
+    let redis = Redis::start();
+    let rls = Rls::start(
+        &redis.url(),
+        &[("net.yaml", ONE)],
+        &[
+            ("GRPC_MAX_CONNECTIONS", "3"),
+            ("GRPC_REQUEST_TIMEOUT", "2s"),
+            ("GRPC_MAX_CONNECTION_IDLE", "1h"),
+        ],
+    );
+    let _stalled: Vec<TcpStream> = (0..3).map(|_| stalled_stream(rls.grpc_port)).collect();
+    // Time for the requests to reach the service (they make their
+    // connections busy; a new one would otherwise close an idle one).
+    std::thread::sleep(Duration::from_millis(300));
+    let k = unique("k");
+    let start = Instant::now();
+    loop {
+        let got = tokio::time::timeout(Duration::from_secs(2), async {
+            let mut c =
+                RateLimitServiceClient::connect(format!("http://127.0.0.1:{}", rls.grpc_port))
+                    .await
+                    .ok()?;
+            c.should_rate_limit(request("net", vec![desc(&[("k", &k)])]))
+                .await
+                .ok()
+        })
+        .await;
+        if let Ok(Some(r)) = got {
+            assert_eq!(r.into_inner().overall_code, OK);
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "no gRPC call got in past three stalled requests"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
