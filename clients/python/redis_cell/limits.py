@@ -247,6 +247,11 @@ class _CellSync:
                 return int(self._lower(keys=[key], args=[amount, expiry]))
             decision = self._cell.fw_incr(key, UNBOUNDED, expiry, amount, ms=True)
             count = UNBOUNDED - decision.remaining
+            if count == 0:
+                # FW.INCR answers 0 for a counter at or below 0 (its
+                # remaining stops at the limit); refunds make such counters,
+                # and limits' INCRBY answers their value.
+                count = int(self.get_connection().get(key) or 0)  # type: ignore[attr-defined]
             if _restarts(count, amount, expiry, decision):
                 self.get_connection().expire(key, expiry)  # type: ignore[attr-defined]
             return count
@@ -389,6 +394,9 @@ class _CellAsync:
                 return int(await self._lower(keys=[key], args=[amount, expiry]))
             decision = await self._cell.fw_incr(key, UNBOUNDED, expiry, amount, ms=True)
             count = UNBOUNDED - decision.remaining
+            if count == 0:
+                # At or below 0: see _CellSync.incr.
+                count = int(await self.bridge.get_connection().get(key) or 0)
             if _restarts(count, amount, expiry, decision):
                 await self.bridge.get_connection().expire(key, expiry)
             return count

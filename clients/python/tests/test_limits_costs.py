@@ -82,6 +82,38 @@ def test_negative_costs_as_limits_own_storage(strategy: str, engine: str) -> Non
         assert abs(conn.ttl(mine) - conn.ttl(other)) <= 5
 
 
+# The same, then hits that leave the count below 0, and a look (0) there.
+INCRS = [*COSTS, -20, 1, 0, 3, 30]
+
+
+@pytest.mark.parametrize("engine", ["module", "twin"])
+def test_incr_answers_as_limits_own_storage(engine: str) -> None:
+    """The storage's own incr (what limits' strategies compare to the limit,
+    and what its users call): the count, negative ones too."""
+    port, query = _server(engine)
+    theirs = RedisStorage(f"redis://127.0.0.1:{port}")
+    ours = storage_from_string(f"rediscell://127.0.0.1:{port}{query}")
+    key = uuid.uuid4().hex
+    got, expected = [], []
+    for amount in INCRS:
+        expected.append(theirs.incr(key + ":theirs", 60, amount))
+        got.append(ours.incr(key + ":ours", 60, amount))
+    assert got == expected
+
+
+@pytest.mark.parametrize("implementation", ["coredis", "redispy", "valkey"])
+async def test_async_incr_answers_as_limits_own_storage(implementation: str) -> None:
+    port = os.environ["CELL_MODULE_PORT"]
+    theirs = storage_from_string(f"async+redis://127.0.0.1:{port}", implementation=implementation)
+    ours = storage_from_string(f"async+rediscell://127.0.0.1:{port}", implementation=implementation)
+    key = uuid.uuid4().hex
+    got, expected = [], []
+    for amount in INCRS:
+        expected.append(await theirs.incr(key + ":theirs", 60, amount))
+        got.append(await ours.incr(key + ":ours", 60, amount))
+    assert got == expected
+
+
 @pytest.mark.parametrize("engine", ["module", "twin"])
 def test_fixed_window_restarts_as_limits_own_storage(engine: str) -> None:
     """limits' INCRBY + EXPIRE sets the window's end again whenever the
