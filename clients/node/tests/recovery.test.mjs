@@ -139,6 +139,12 @@ describe("the twin's library, lost and loaded again", { skip: !functions && "the
       const loads = log.filter((l) => l === "FUNCTION LOAD").length;
       assert.ok(loads >= 1 && loads <= 2, `one load per engine at most: ${loads}`);
       assert.equal((await cells[0].fwPeek("both:0", 100, 60)).remaining, 90);
+      // Only "Function not found" loads: bad arguments and a key of another kind are the caller's errors.
+      log.length = 0;
+      await a.client.lpush("both:list", "x");
+      await assert.rejects(cells[0].throttle("both:bad", { maxBurst: 1, countPerPeriod: 0, period: 1 }), ArgumentError);
+      await assert.rejects(cells[0].fwIncr("both:list", 5, 60), LimiterMismatchError);
+      assert.deepEqual(log.filter((l) => l.startsWith("FUNCTION")), []);
     } finally {
       await a.close();
       await b.close();
