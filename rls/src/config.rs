@@ -118,8 +118,8 @@ pub struct RateLimit {
     /// Windows of several units (extension; 1 in the reference).
     pub unit_multiplier: u32,
     pub algorithm: Algorithm,
-    /// GCRA's extra burst above `requests_per_unit` (extension).
-    pub burst: u32,
+    /// GCRA's `burst` (extension): `CL.THROTTLE`'s max_burst, when given.
+    pub burst: Option<u32>,
     pub unlimited: bool,
     pub shadow_mode: bool,
     pub quota_mode: bool,
@@ -149,8 +149,8 @@ impl RateLimit {
     /// GCRA's `max_burst` (the bucket holds `max_burst + 1`): the
     /// configured `burst`, else `requests_per_unit - 1`.
     pub fn max_burst(&self) -> u64 {
-        if self.burst > 0 {
-            u64::from(self.burst)
+        if let Some(b) = self.burst {
+            u64::from(b)
         } else {
             u64::from(self.requests_per_unit.saturating_sub(1))
         }
@@ -598,7 +598,7 @@ fn load_rate_limit(
         unit: if unlimited { None } else { unit },
         unit_multiplier,
         algorithm,
-        burst: burst.unwrap_or(0),
+        burst,
         unlimited,
         shadow_mode,
         quota_mode,
@@ -747,7 +747,7 @@ impl Config {
                 unit: Some(unit.unwrap_or(Unit::Second)),
                 unit_multiplier: 1,
                 algorithm: Algorithm::FixedWindow,
-                burst: 0,
+                burst: None,
                 unlimited: false,
                 shadow_mode: false,
                 quota_mode: false,

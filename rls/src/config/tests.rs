@@ -216,7 +216,7 @@ fn reference_example_keys_load() {
 fn extensions() {
     let c = load("domain: d\ndescriptors:\n  - key: g\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: gcra, burst: 20}\n  - key: s\n    rate_limit: {unit: minute, requests_per_unit: 10, algorithm: sliding_window, unit_multiplier: 5}\n").unwrap();
     let g = c.get_limit("d", &[e("g", "1")], None).unwrap();
-    assert_eq!((g.algorithm, g.burst), (Algorithm::Gcra, 20));
+    assert_eq!((g.algorithm, g.burst), (Algorithm::Gcra, Some(20)));
     let s = c.get_limit("d", &[e("s", "1")], None).unwrap();
     assert_eq!(
         (s.algorithm, s.window_seconds()),
@@ -350,4 +350,33 @@ fn the_module_bounds_gcra_rates_and_buckets() {
 #[test]
 fn unlimited_rules_have_no_window_to_bound() {
     assert!(load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, unit_multiplier: 4294967295}\n").is_ok());
+}
+
+#[test]
+fn burst_zero_is_a_bucket_of_one() {
+    // `burst` is CL.THROTTLE's max_burst: 0 is a bucket of one request,
+    // not "unset" (which is requests_per_unit - 1).
+    let c = load("domain: d\ndescriptors:\n  - key: z\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: gcra, burst: 0}\n  - key: u\n    rate_limit: {unit: second, requests_per_unit: 10, algorithm: gcra}\n").unwrap();
+    let z = c
+        .get_limit(
+            "d",
+            &[Entry {
+                key: "z".into(),
+                value: "v".into(),
+            }],
+            None,
+        )
+        .unwrap();
+    let u = c
+        .get_limit(
+            "d",
+            &[Entry {
+                key: "u".into(),
+                value: "v".into(),
+            }],
+            None,
+        )
+        .unwrap();
+    assert_eq!((z.max_burst(), z.capacity()), (0, 1));
+    assert_eq!((u.max_burst(), u.capacity()), (9, 10));
 }

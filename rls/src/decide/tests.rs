@@ -8,7 +8,7 @@ fn rl(rpu: u32) -> RateLimit {
         unit: Some(Unit::Minute),
         unit_multiplier: 1,
         algorithm: Algorithm::FixedWindow,
-        burst: 0,
+        burst: None,
         unlimited: false,
         shadow_mode: false,
         quota_mode: false,
