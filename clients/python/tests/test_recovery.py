@@ -502,3 +502,21 @@ def test_a_refused_load_is_shared_by_calls_answered_after_it(bare: Any) -> None:
     out = asyncio.run(two())
     assert [type(o) for o in out] == [LibraryMissingError] * 2, out
     assert rejected() - before == 1
+
+
+@pytest.mark.parametrize("implementation", [None, "redispy", "coredis", "valkey"])
+async def test_check_is_true_when_its_key_holds_something_else(
+    implementation: str | None, bare: Any
+) -> None:
+    """check() reads one key through the engine; a key of that name holding
+    another kind of value is an answer of the engine, not a server down."""
+    engine = "functions" if _functions(bare) else "eval"
+    if engine == "functions":
+        Cell(bare.client).load_functions()
+    bare.client.rpush("LIMITS:redis-cell:check", "x")
+    uri = f"rediscell://127.0.0.1:{bare.port}?engine={engine}"
+    if implementation is None:
+        assert storage_from_string(uri).check() is True
+    else:
+        storage = storage_from_string("async+" + uri, implementation=implementation)
+        assert await storage.check() is True
