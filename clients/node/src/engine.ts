@@ -255,8 +255,10 @@ export class Engine {
       loadError = e;
     }
     try {
-      // Another client may have loaded it meanwhile: the retry tells.
-      return await this.#send("functions", name, keys, args);
+      // Another client may have loaded it meanwhile: the retry tells. It goes
+      // to the master the library was loaded on, not to a replica that may
+      // not have received the load yet.
+      return await this.#send("functions", name, keys, args, true);
     } catch (e) {
       if (!(e instanceof LibraryMissingError)) throw await this.#explain("functions", name, keys, e);
       const why = loadError === undefined ? "the function is still not found after the load" : `the load failed: ${String((loadError as Error).message ?? loadError)}`;
@@ -291,7 +293,7 @@ export class Engine {
     return this.#reloading;
   }
 
-  #send(engine: EngineName, name: string, keys: readonly string[], args: readonly (string | number)[]): Promise<Reply> {
+  #send(engine: EngineName, name: string, keys: readonly string[], args: readonly (string | number)[], onMaster = false): Promise<Reply> {
     const readonly = READ_ONLY.has(name);
     const numkeys = name === "CL.THROTTLEALL" ? [keys.length] : [];
     if (engine === "module") {
@@ -308,7 +310,7 @@ export class Engine {
     return this.adapter.send(
       [readonly ? "FCALL_RO" : "FCALL", functionName(name), keys.length, ...keys, ...args],
       keys[0],
-      readonly,
+      readonly && !onMaster,
     );
   }
 }

@@ -152,6 +152,30 @@ describe("the twin's library, lost and loaded again", { skip: !functions && "the
     }
   });
 
+  test("a read-only call is retried on the master the library was loaded on, not on a replica", async () => {
+    const server = await startServer({ module: false });
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    try {
+      const log = [];
+      const a = adapt(client);
+      const routed = {
+        cluster: false,
+        send: (args, key, readonly) => {
+          log.push(`${args[0]} ${args[1]} ${readonly === true ? "replica allowed" : "master"}`);
+          return a.send(args, key, readonly);
+        },
+        transaction: (key, commands) => a.transaction(key, commands),
+        masters: async () => [routed],
+      };
+      const cell = new Cell(routed, { engine: "functions" });
+      assert.equal((await cell.fwPeek("ro", 5, 60)).remaining, 5);
+      assert.deepEqual(log, ["FCALL_RO fw_peek replica allowed", "FUNCTION LOAD master", "FCALL_RO fw_peek master"]);
+    } finally {
+      await close();
+      server.stop();
+    }
+  });
+
   test("a library that cannot be loaded: LibraryMissingError with the load's error, once per call, no loop", async () => {
     const server = await startServer({ module: false });
     const admin = await CLIENTS.ioredis.single(server.port);
