@@ -71,7 +71,7 @@ async fn limit_of(rls: &Rls, k: &str) -> Option<u32> {
 fn wait_capped(rls: &Rls, base: usize, cap: usize) {
     let mut fds = 0;
     let start = Instant::now();
-    while start.elapsed() < Duration::from_millis(1500) {
+    while start.elapsed() < Duration::from_millis(2500) {
         fds = open_fds(rls.pid());
         if fds <= base + cap {
             return;
