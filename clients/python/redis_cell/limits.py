@@ -80,9 +80,13 @@ MIGRATION = (
 # A fixed window hit of negative cost: FW.INCR takes no negative quantity and
 # FW.REFUND stops at 0, while limits' own storage lowers the counter as
 # INCRBY does, below 0 too, and starts the window when the counter it
-# answers equals the amount (the key was absent, or at 0).
+# answers equals the amount (the key was absent, or at 0). INCRBY's error
+# (another strategy's key) is answered as the server's own reply: Redis 6.2
+# wraps an error raised in a script in "Error running script ...: ", which
+# hides its WRONGTYPE.
 _LOWER = """
-local count = redis.call('incrby', KEYS[1], ARGV[1])
+local count = redis.pcall('incrby', KEYS[1], ARGV[1])
+if type(count) == 'table' then return count end
 if count == tonumber(ARGV[1]) then redis.call('expire', KEYS[1], ARGV[2]) end
 return count
 """
