@@ -350,7 +350,11 @@ pub fn prom_name(statsd: &str) -> (String, Vec<(String, String)>) {
                             ],
                         )
                     }
-                    [domain, key1, key2, ..] => {
+                    // The mapper's `*` is one dot-separated part: deeper
+                    // names (a value with dots, a third level) match no
+                    // rule and keep their own escaped name, so two never
+                    // share a series.
+                    [domain, key1, key2] => {
                         return (
                             name,
                             vec![
@@ -416,10 +420,13 @@ mod tests {
                 ]
             )
         );
-        let (n, l) = prom_name("ratelimit.service.rate_limit.rl.a_b.c_d.e.over_limit");
+        let (n, l) = prom_name("ratelimit.service.rate_limit.rl.a_b.c_d.over_limit");
         assert_eq!(n, "ratelimit_service_rate_limit_over_limit");
         assert_eq!(l.len(), 3);
         assert_eq!(l[2], ("key2".into(), "c_d".into()));
+        let (n, l) = prom_name("ratelimit.service.rate_limit.rl.a_b.c_d.e.over_limit");
+        assert_eq!(n, "ratelimit_service_rate_limit_rl_a_b_c_d_e_over_limit");
+        assert!(l.is_empty());
         assert_eq!(
             prom_name("ratelimit.service.call.should_rate_limit.redis_error").0,
             "ratelimit_service_should_rate_limit_error"
@@ -544,5 +551,31 @@ mod tests {
         assert!(s
             .prometheus()
             .contains("ratelimit_service_rate_limit_domain_not_found 100\n"));
+    }
+
+    #[test]
+    fn values_with_dots_never_share_a_series() {
+        // A detailed remote_address: "1.2.3.4" and "1.2.3.5" are two
+        // series, not one duplicated (Prometheus drops duplicates).
+        let s = Stats::default();
+        for ip in ["1.2.3.4", "1.2.3.5"] {
+            s.add_limit(
+                &format!("rl.remote_address_{ip}"),
+                &StatDelta {
+                    total_hits: 1,
+                    ..Default::default()
+                },
+            );
+        }
+        let text = s.prometheus();
+        let mut series: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.rsplit_once(' ').map(|(k, _)| k))
+            .collect();
+        let n = series.len();
+        series.sort();
+        series.dedup();
+        assert_eq!(series.len(), n, "{text}");
     }
 }
