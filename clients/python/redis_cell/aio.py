@@ -31,6 +31,7 @@ from ._engine import (
     still_missing,
     typed,
 )
+from .errors import ModuleMissingError
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -66,6 +67,9 @@ class AsyncCell:
     def __init__(self, client: AsyncClient, engine: Engine | str | None = None) -> None:
         self.client = client
         self._engine = engine_of(engine)
+        # A detected engine (not given) is detected again when the module it
+        # found is gone (a restart without loadmodule): the twin may be there.
+        self._detected = engine is None
         self._script: AsyncScript | None = None
         self._coredis = type(client).__module__.startswith("coredis")
         self._errors = response_errors(client)
@@ -150,6 +154,8 @@ class AsyncCell:
                     raise
         except self._errors as error:
             converted = typed(error)
+            if isinstance(converted, ModuleMissingError) and self._detected:
+                self._engine = None
             if converted is error:
                 raise
             raise converted from error

@@ -31,6 +31,7 @@ from ._engine import (
     still_missing,
     typed,
 )
+from .errors import ModuleMissingError
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -57,6 +58,9 @@ class Cell:
     def __init__(self, client: SyncClient, engine: Engine | str | None = None) -> None:
         self.client = client
         self._engine = engine_of(engine)
+        # A detected engine (not given) is detected again when the module it
+        # found is gone (a restart without loadmodule): the twin may be there.
+        self._detected = engine is None
         self._script: Script | None = None
         self._errors = response_errors(client)
         # Reloads of a lost library, one at a time: how many attempts have
@@ -128,6 +132,8 @@ class Cell:
                     raise
         except self._errors as error:
             converted = typed(error)
+            if isinstance(converted, ModuleMissingError) and self._detected:
+                self._engine = None
             if converted is error:
                 raise
             raise converted from error

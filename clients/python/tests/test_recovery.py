@@ -6,6 +6,7 @@ whether the server can answer. Each test starts its own server (``bare``)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import uuid
 from pathlib import Path
@@ -520,3 +521,46 @@ async def test_check_is_true_when_its_key_holds_something_else(
     else:
         storage = storage_from_string("async+" + uri, implementation=implementation)
         assert await storage.check() is True
+
+
+async def test_a_detected_module_that_goes_away_is_detected_again(tmp_path: Path) -> None:
+    """A Cell (an AsyncCell) that found the module, whose server restarts
+    without it and with the twin's library loaded: ModuleMissingError once,
+    then detection again, which finds the twin. A Cell told
+    engine="module" keeps it."""
+    module = os.environ.get(
+        "REDIS_CELL_MODULE", str(Path(_env("CELL_REPO")) / "target/release/libredis_cell.so")
+    )
+    (server,) = servers().start(server_binary(), 1, tmp_path / "a", module, cluster=False)
+    client = redis.Redis("127.0.0.1", server.port)
+    aclient = redis.asyncio.Redis(host="127.0.0.1", port=server.port)
+    detected, told, adetected = Cell(client), Cell(client, engine="module"), AsyncCell(aclient)
+    assert detected.engine is Engine.MODULE and told.fw_incr("m", 5, 60).remaining == 4
+    assert await adetected.engine() is Engine.MODULE
+    server.stop()
+    server = servers().Server(server_binary(), server.port, tmp_path / "b", None, cluster=False)
+    server.wait()
+    try:
+        functions = _functions(server)
+        if functions:
+            Cell(server.client).load_functions()
+        for cell in (detected, told, told):
+            with pytest.raises(ModuleMissingError):
+                cell.fw_incr("m", 5, 60)
+        assert told.engine is Engine.MODULE
+        with pytest.raises(ModuleMissingError):
+            await adetected.fw_incr("a", 5, 60)
+        if functions:
+            assert detected.fw_incr("m", 5, 60).remaining == 4
+            assert detected.engine is Engine.FUNCTIONS
+            assert (await adetected.fw_incr("a", 5, 60)).remaining == 4
+        else:
+            # Redis 6.2: no functions; detection finds neither engine.
+            with pytest.raises(EngineNotFoundError, match="load_functions"):
+                detected.fw_incr("m", 5, 60)
+            with pytest.raises(EngineNotFoundError, match="load_functions"):
+                await adetected.fw_incr("a", 5, 60)
+    finally:
+        await aclient.aclose()
+        client.close()
+        server.stop()
