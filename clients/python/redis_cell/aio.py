@@ -51,6 +51,11 @@ AsyncClient = Union[
 ]
 
 
+def _retrieve(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
+
+
 def _bind(
     build: Callable[P, Call[T]],
 ) -> Callable[Concatenate[AsyncCell, P], Coroutine[Any, Any, T]]:
@@ -173,6 +178,10 @@ class AsyncCell:
                 or pending.get_loop() is not asyncio.get_running_loop()
             ):
                 pending = asyncio.ensure_future(self._load_once())
+                # Its error is read even when every caller awaiting it was
+                # cancelled, so that asyncio does not log it as never
+                # retrieved.
+                pending.add_done_callback(_retrieve)
                 self._reloading = pending
             # Shielded: a caller cancelled while it waits leaves the load to
             # the others.

@@ -564,3 +564,49 @@ async def test_a_detected_module_that_goes_away_is_detected_again(tmp_path: Path
         await aclient.aclose()
         client.close()
         server.stop()
+
+
+@needs_functions
+async def test_a_reload_whose_callers_were_cancelled_is_not_logged(bare: Any) -> None:
+    """The caller that started a reload is cancelled while the load is under
+    way and the load then fails: its error is not reported by asyncio as a
+    task exception never retrieved."""
+    import gc
+
+    Cell(bare.client).load_functions()
+    bare.client.execute_command("FUNCTION FLUSH")
+    client = redis.asyncio.Redis(host="127.0.0.1", port=bare.port)
+    cell = AsyncCell(client, engine="functions")
+    real = client.execute_command
+    release = asyncio.Event()
+
+    async def failing_load(*words: Any, **options: Any) -> Any:
+        if words[0] == "FUNCTION LOAD":
+            await release.wait()
+            raise redis.ConnectionError("the connection was lost")
+        return await real(*words, **options)
+
+    client.execute_command = failing_load  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        caller = asyncio.ensure_future(cell.throttle("k", 1, 1, 60))
+        for _ in range(10_000):
+            if cell._reloading is not None:
+                break
+            await asyncio.sleep(0.001)
+        assert cell._reloading is not None and not caller.done()
+        caller.cancel()
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await caller
+        await asyncio.sleep(0)
+        assert cell._reloading.done()
+        cell._reloading = None
+        gc.collect()
+        assert reported == []
+    finally:
+        loop.set_exception_handler(previous)
+        await client.aclose()
