@@ -388,6 +388,18 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
 
         assert asyncio.run(run_coredis()).remaining == 1
         assert _library(node)
+        node.execute_command("FUNCTION FLUSH")
+
+        async def run_valkey() -> Decision:
+            import valkey.asyncio.cluster
+
+            client = valkey.asyncio.cluster.ValkeyCluster(host="127.0.0.1", port=port)
+            decision = await AsyncCell(client, engine="functions").fw_incr(key + ":va", 2, 60)
+            await client.aclose()
+            return decision
+
+        assert asyncio.run(run_valkey()).remaining == 1
+        assert _library(node)
         node.close()
     finally:
         # The cluster is the module's: leave it without the library, as found.
