@@ -85,7 +85,7 @@ export function raw(port, ...args) {
 
 /**
  * Starts a server; `module: false` starts it without redis-cell (the twin's
- * case). Fails loudly if it does not answer within 10 s or the module did
+ * case). Fails loudly if it does not answer within 30 s or the module did
  * not load; if its port was taken between the check and its bind, starts
  * again on another port (up to five times).
  */
@@ -118,7 +118,9 @@ async function spawnServer({ module, cluster, bin, port }) {
     children.delete(child);
     rmSync(dir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 10_000;
+  // A bound for a hung start, not a timing: a loaded CI machine once took
+  // over 10 s to bring a cluster node up.
+  const deadline = Date.now() + 30_000;
   while (!(await ping(port))) {
     if (exited || Date.now() > deadline) {
       stop();
