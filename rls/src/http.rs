@@ -150,7 +150,13 @@ async fn route(
             respond(s, code, "application/json", &text).await
         }
         (Site::Debug, _, "/rlconfig") => {
-            let dump = st.current_config().map(|c| c.dump()).unwrap_or_default();
+            // A large configuration takes a while to list and sort: off
+            // the threads that answer requests, as the exposition.
+            let config = st.current_config();
+            let dump =
+                tokio::task::spawn_blocking(move || config.map(|c| c.dump()).unwrap_or_default())
+                    .await
+                    .unwrap_or_default();
             respond(s, 200, "text/plain", &dump).await
         }
         (Site::Debug, _, "/stats") => {
