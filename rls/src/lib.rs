@@ -39,13 +39,14 @@ async fn bind(host: &str, port: u16) -> std::io::Result<TcpListener> {
 /// configured ones, scaled down when they do not fit.
 fn connection_caps(settings: &Settings, nofile: u64) -> (usize, usize) {
     let listeners: u64 = if settings.use_prometheus { 3 } else { 2 };
-    let pools = settings.redis.pool_size
-        + settings
+    let pools = (settings.redis.pool_size as u64).saturating_add(
+        settings
             .redis_per_second
             .as_ref()
-            .map(|r| r.pool_size)
-            .unwrap_or(0);
-    let reserve = 64 + 2 * pools as u64;
+            .map(|r| r.pool_size as u64)
+            .unwrap_or(0),
+    );
+    let reserve = pools.saturating_mul(2).saturating_add(64);
     let budget = nofile.saturating_sub(reserve).max(listeners + 1);
     let (h, g) = (
         settings.http_max_connections as u64,
@@ -222,5 +223,9 @@ mod tests {
         assert_eq!((h, g), (52, 835));
         assert!(2 * h + g <= 940);
         assert_eq!(connection_caps(&s, 10), (1, 2), "at least one each");
+        // Any pool size an operator writes: capped, never an overflow.
+        let mut huge = s.clone();
+        huge.redis.pool_size = usize::MAX;
+        assert_eq!(connection_caps(&huge, 1024), (1, 2));
     }
 }

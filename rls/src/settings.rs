@@ -131,8 +131,11 @@ impl Env<'_> {
     fn d(&self, name: &str, default: Duration) -> Result<Duration, SettingsError> {
         match (self.0)(name) {
             None => Ok(default),
-            Some(v) => parse_duration(&v)
-                .ok_or_else(|| SettingsError(format!("{name}: invalid duration '{v}'"))),
+            Some(v) => parse_duration(&v).ok_or_else(|| {
+                SettingsError(format!(
+                    "{name}: invalid duration '{v}' (Go's syntax, e.g. 10s or 1h30m; at most 876000h)"
+                ))
+            }),
         }
     }
 }
@@ -173,8 +176,16 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
         rest = &rest[unit_len..];
         total += n * scale;
     }
-    Some(Duration::from_secs_f64(total))
+    // At most 100 years: a longer one would overflow the deadlines
+    // computed from it (an `Instant` plus it), or a `Duration` itself.
+    if !(total.is_finite() && total <= MAX_DURATION_SECS) {
+        return None;
+    }
+    Duration::try_from_secs_f64(total).ok()
 }
+
+/// The longest duration a setting takes (100 years of 365 days).
+pub const MAX_DURATION_SECS: f64 = 876_000.0 * 3600.0;
 
 /// `HOST:PORT` or `:PORT` (all interfaces, as Go reads it).
 pub fn split_addr(addr: &str) -> Option<(String, u16)> {
@@ -454,6 +465,16 @@ mod tests {
         assert_eq!(parse_duration("0"), Some(Duration::ZERO));
         assert_eq!(parse_duration("10"), None);
         assert_eq!(parse_duration("1y"), None);
+        // Too large for a Duration, or for an Instant plus it: refused,
+        // never a panic (at start, or in every connection's deadline).
+        assert_eq!(parse_duration("99999999999999999999999h"), None);
+        assert_eq!(parse_duration(&format!("1{}s", "0".repeat(400))), None);
+        assert_eq!(parse_duration("876001h"), None);
+        assert_eq!(
+            parse_duration("876000h"),
+            Some(Duration::from_secs(876_000 * 3600))
+        );
+        assert!(settings(&[("GRPC_MAX_CONNECTION_IDLE", "99999999999999999999999h")]).is_err());
     }
 
     #[test]
