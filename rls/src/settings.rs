@@ -325,6 +325,10 @@ impl Settings {
             ("GRPC_MAX_CONNECTION_IDLE", s.grpc_max_connection_idle),
             ("GRPC_MAX_CONNECTION_AGE", s.grpc_max_connection_age),
             ("GRPC_REQUEST_TIMEOUT", s.grpc_request_timeout),
+            // 0 would spin a thread: a flush or a directory scan at once,
+            // over and over (Go's tickers refuse it too).
+            ("STATS_FLUSH_INTERVAL", s.stats_flush_interval),
+            ("RUNTIME_POLL_INTERVAL", s.runtime_poll_interval),
         ] {
             if d.is_zero() {
                 return Err(SettingsError(format!("{name}: must be longer than 0")));
@@ -475,6 +479,12 @@ mod tests {
             Some(Duration::from_secs(876_000 * 3600))
         );
         assert!(settings(&[("GRPC_MAX_CONNECTION_IDLE", "99999999999999999999999h")]).is_err());
+        for name in ["STATS_FLUSH_INTERVAL", "RUNTIME_POLL_INTERVAL"] {
+            assert_eq!(
+                settings(&[(name, "0")]).unwrap_err().0,
+                format!("{name}: must be longer than 0")
+            );
+        }
     }
 
     #[test]
