@@ -27,7 +27,10 @@ for (const name of clientsInUse()) {
           const k = `${name}:${engine}`;
           const g = { maxBurst: 2, countPerPeriod: 3, period: 60 };
           assert.deepEqual(await c.throttle(`${k}:cl`, g), { limited: false, limit: 3, remaining: 2, retryAfter: -1, resetAfter: 20 });
-          assert.deepEqual(await c.peek(`${k}:cl`, g), { limited: false, limit: 3, remaining: 2, retryAfter: -1, resetAfter: 20 });
+          // The peek comes later: a loaded machine can stall a second between the calls.
+          const peeked = await c.peek(`${k}:cl`, g);
+          assert.deepEqual({ ...peeked, resetAfter: 0 }, { limited: false, limit: 3, remaining: 2, retryAfter: -1, resetAfter: 0 });
+          assert.ok(peeked.resetAfter === 20 || peeked.resetAfter === 19, JSON.stringify(peeked));
           // Time passes between the calls: durations are compared within a second.
           const over = await c.throttle(`${k}:cl`, g, { quantity: 3, ms: true });
           assert.deepEqual({ ...over, retryAfter: 0, resetAfter: 0 }, { limited: true, limit: 3, remaining: 2, retryAfter: 0, resetAfter: 0 });
