@@ -105,6 +105,18 @@ export class RedisCellStore implements Store {
     return `${this.windowMs}ms`;
   }
 
+  /**
+   * The "fixed" mode's window: rate-limit-redis's key expires windowMs after
+   * the server's current millisecond (PEXPIRE). The module ends a new window
+   * at now + window rounded up to a whole millisecond, one later; a window
+   * 1 ms shorter ends with rate-limit-redis's (or 1 ms before it when the
+   * call falls exactly on a millisecond), so the keys of both stores live
+   * alike.
+   */
+  get #fixedWindow(): string {
+    return this.windowMs > 1 ? `${this.windowMs - 1}ms` : this.#window;
+  }
+
   get #gcra() {
     const limit = this.#requireLimit();
     return { maxBurst: limit - 1, countPerPeriod: limit, period: this.#window };
@@ -141,7 +153,7 @@ export class RedisCellStore implements Store {
     const k = this.#key(key);
     switch (this.algorithm) {
       case "fixed": {
-        const d = await this.cell.fwIncr(k, UNBOUNDED, this.#window, { ms: true });
+        const d = await this.cell.fwIncr(k, UNBOUNDED, this.#fixedWindow, { ms: true });
         if (d.limited) return this.#notACounter(k, "FW.INCR");
         return this.#info(d, UNBOUNDED - d.remaining);
       }
@@ -164,7 +176,7 @@ export class RedisCellStore implements Store {
     const k = this.#key(key);
     switch (this.algorithm) {
       case "fixed":
-        await this.cell.fwRefund(k, UNBOUNDED, this.#window, 1, { ms: true });
+        await this.cell.fwRefund(k, UNBOUNDED, this.#fixedWindow, 1, { ms: true });
         return;
       case "sliding":
         await this.cell.swRefund(k, this.#requireLimit(), this.#window, 1, { ms: true });
@@ -182,7 +194,7 @@ export class RedisCellStore implements Store {
     let hits: number;
     switch (this.algorithm) {
       case "fixed":
-        d = await this.cell.fwPeek(k, UNBOUNDED, this.#window, { ms: true });
+        d = await this.cell.fwPeek(k, UNBOUNDED, this.#fixedWindow, { ms: true });
         if (d.remaining === 0) return this.#notACounter(k, "FW.PEEK");
         hits = UNBOUNDED - d.remaining;
         break;

@@ -148,6 +148,31 @@ test("counts carry over from rate-limit-redis's keys", async () => {
   }
 });
 
+test("the fixed store's key expires as rate-limit-redis's does: its PTTL never above windowMs", async () => {
+  for (const { engine, server } of servers) {
+    const { client, close } = await CLIENTS.ioredis.single(server.port);
+    try {
+      const sendCommand = (...args) => client.call(...args);
+      const stores = {
+        "rate-limit-redis": new RedisStore({ sendCommand, prefix: `ttl:${engine}:redis:` }),
+        RedisCellStore: new RedisCellStore({ sendCommand, prefix: `ttl:${engine}:cell:` }),
+      };
+      for (const store of Object.values(stores)) await store.init({ windowMs: 60_000, limit: 5 });
+      for (const [who, store] of Object.entries(stores)) {
+        // Many keys, each read at once: some reads fall in the millisecond of the increment.
+        const ttls = [];
+        for (let i = 0; i < 40; i++) {
+          await store.increment(`k${i}`);
+          ttls.push(await client.pttl(`${store.prefix}k${i}`));
+        }
+        assert.ok(Math.max(...ttls) <= 60_000 && Math.min(...ttls) > 59_000, `${engine}, ${who}: ${ttls.join(" ")}`);
+      }
+    } finally {
+      await close();
+    }
+  }
+});
+
 test("resetExpiryOnChange: true is refused with the reason; false is accepted", () => {
   assert.throws(() => new RedisCellStore({ sendCommand: async () => null, resetExpiryOnChange: true }), /sliding/);
   new RedisCellStore({ sendCommand: async () => null, resetExpiryOnChange: false });
