@@ -1,6 +1,7 @@
 //! A small leveled logger with the reference's `LOG_LEVEL` and
 //! `LOG_FORMAT` (`text` or `json`), to stderr.
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -30,14 +31,14 @@ fn emit(level: u8, msg: &str) {
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
     let name = NAMES[usize::from(level).min(4)];
-    if JSON.load(Ordering::Relaxed) == 1 {
-        eprintln!(
-            "{}",
-            serde_json::json!({"@timestamp": t, "level": name, "@message": msg})
-        );
+    let line = if JSON.load(Ordering::Relaxed) == 1 {
+        serde_json::json!({"@timestamp": t, "level": name, "@message": msg}).to_string()
     } else {
-        eprintln!("time={t:.3} level={name} msg={msg:?}");
-    }
+        format!("time={t:.3} level={name} msg={msg:?}")
+    };
+    // eprintln! panics when stderr fails (a pipe whose reader went away):
+    // a line that cannot be written is dropped, whatever thread logs it.
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 pub fn debug(msg: &str) {

@@ -586,3 +586,41 @@ async fn requests_without_a_body_end_and_free_the_cap() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// stderr a pipe nobody reads any more (a log collector that went away):
+/// every log line fails with EPIPE. The service starts, serves, reloads and
+/// logs on, dropping the lines it cannot write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_stderr_never_stops_the_service() {
+    not_near_hour_end();
+    let redis = Redis::start();
+    let dead_stderr = "import os, sys\n\
+        r, w = os.pipe()\n\
+        os.close(r)\n\
+        os.dup2(w, 2)\n\
+        os.execv(sys.argv[1], sys.argv[1:])\n";
+    let rls = Rls::start_wrapped(
+        runtime(&[("net.yaml", ONE)]),
+        &redis.url(),
+        &[("LOG_LEVEL", "DEBUG")],
+        &["/usr/bin/python3", "-c", dead_stderr],
+    );
+    let k = unique("k");
+    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    // A refused load (logged), then a good one: the watcher lives on.
+    let dir = data_dir(&rls);
+    std::fs::write(dir.join("bad.yaml"), "domain: [\n").unwrap();
+    wait_until("the load error", Duration::from_secs(8), || {
+        rls.metric("ratelimit_service_config_load_error") == 1
+    });
+    std::fs::write(
+        dir.join("bad.yaml"),
+        "domain: two\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 2}\n",
+    )
+    .unwrap();
+    wait_until("the reload", Duration::from_secs(8), || {
+        rls.metric("ratelimit_service_config_load_success") == 2
+    });
+    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    assert_eq!(http_get(rls.http_port, "/healthcheck").unwrap().0, 200);
+}
