@@ -51,11 +51,6 @@ AsyncClient = Union[
 ]
 
 
-def _retrieve(task: asyncio.Task[None]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
 def _bind(
     build: Callable[P, Call[T]],
 ) -> Callable[Concatenate[AsyncCell, P], Coroutine[Any, Any, T]]:
@@ -134,8 +129,18 @@ class AsyncCell:
             await cast(Any, self.client).function_load(source, replace=replace)
         else:
             words = ["FUNCTION LOAD", *(["REPLACE"] if replace else []), source]
-            routing = {"target_nodes": RedisCluster.PRIMARIES} if self.is_cluster else {}
-            await cast(Any, self.client).execute_command(*words, **routing)
+            if self.is_cluster:
+                # Node by node: see Cell.load_functions.
+                failed: Exception | None = None
+                for node in cast(Any, self.client).get_primaries():
+                    try:
+                        await cast(Any, self.client).execute_command(*words, target_nodes=node)
+                    except Exception as error:
+                        failed = failed or error
+                if failed is not None:
+                    raise failed
+            else:
+                await cast(Any, self.client).execute_command(*words)
         self._engine = Engine.FUNCTIONS
 
     async def run(self, call: Call[T]) -> T:
@@ -150,13 +155,16 @@ class AsyncCell:
             except self._errors as error:
                 if not lost_library(error, engine):
                     raise
-                await self._reload(error, loads)
+                refused = await self._reload(loads)
+                # Sent again even after a failed load: see Cell.run.
                 try:
                     reply = await self._attempt(call, engine)
                 except self._errors as again:
-                    if lost_library(again, engine):
-                        raise still_missing(error) from again
-                    raise
+                    if not lost_library(again, engine):
+                        raise
+                    if refused is not None:
+                        raise load_failed(error, refused) from refused
+                    raise still_missing(error) from again
         except self._errors as error:
             converted = typed(error)
             if isinstance(converted, ModuleMissingError) and self._detected:
@@ -166,10 +174,11 @@ class AsyncCell:
             raise converted from error
         return call.parse(reply)
 
-    async def _reload(self, lost: Exception, loads: int) -> None:
+    async def _reload(self, loads: int) -> Exception | None:
         """Loads the library again, or awaits the load under way, unless an
         attempt ended since this call was sent (``loads`` is the count it
-        saw): that attempt's outcome is this call's too."""
+        saw): that attempt's outcome is this call's too. Answers the load's
+        error, or None when it loaded."""
         if self._loads == loads:
             pending = self._reloading
             if (
@@ -178,23 +187,20 @@ class AsyncCell:
                 or pending.get_loop() is not asyncio.get_running_loop()
             ):
                 pending = asyncio.ensure_future(self._load_once())
-                # Its error is read even when every caller awaiting it was
-                # cancelled, so that asyncio does not log it as never
-                # retrieved.
-                pending.add_done_callback(_retrieve)
                 self._reloading = pending
             # Shielded: a caller cancelled while it waits leaves the load to
             # the others.
             await asyncio.shield(pending)
-        refused = self._load_refused
-        if refused is not None:
-            raise load_failed(lost, refused) from refused
+        return self._load_refused
 
     async def _load_once(self) -> None:
+        # Never raises (but for cancellation): its outcome is kept for every
+        # caller, and a load whose callers were all cancelled is not logged
+        # by asyncio as a task exception never retrieved.
         try:
             await self.load_functions(replace=True)
             self._load_refused = None
-        except self._errors as error:
+        except Exception as error:
             self._load_refused = error
         self._loads += 1
 

@@ -105,7 +105,16 @@ class Cell:
         every primary of a cluster, and uses it from now on."""
         words = ["FUNCTION LOAD", *(["REPLACE"] if replace else []), library_source()]
         if self.is_cluster:
-            self._send(*words, target_nodes=RedisCluster.PRIMARIES)
+            # Node by node, so that one primary down or refusing leaves the
+            # others loaded; the first failure is raised after them all.
+            failed: Exception | None = None
+            for node in cast(Any, self.client).get_primaries():
+                try:
+                    self._send(*words, target_nodes=node)
+                except Exception as error:
+                    failed = failed or error
+            if failed is not None:
+                raise failed
         else:
             self._send(*words)
         self._engine = Engine.FUNCTIONS
@@ -123,13 +132,18 @@ class Cell:
             except self._errors as error:
                 if not lost_library(error, engine):
                     raise
-                self._reload(error, loads)
+                refused = self._reload(loads)
+                # Sent again even after a failed load: another client may
+                # have loaded it, or (a cluster) the load failed on another
+                # node only. The retry tells.
                 try:
                     reply = self._attempt(call, engine)
                 except self._errors as again:
-                    if lost_library(again, engine):
-                        raise still_missing(error) from again
-                    raise
+                    if not lost_library(again, engine):
+                        raise
+                    if refused is not None:
+                        raise load_failed(error, refused) from refused
+                    raise still_missing(error) from again
         except self._errors as error:
             converted = typed(error)
             if isinstance(converted, ModuleMissingError) and self._detected:
@@ -139,21 +153,20 @@ class Cell:
             raise converted from error
         return call.parse(reply)
 
-    def _reload(self, lost: Exception, loads: int) -> None:
+    def _reload(self, loads: int) -> Exception | None:
         """Loads the library again, unless another thread's attempt ended
         since this call was sent (``loads`` is the count it saw then): that
-        attempt's outcome is this call's too."""
+        attempt's outcome is this call's too. Answers the load's error, or
+        None when it loaded."""
         with self._reload_lock:
             if self._loads == loads:
                 try:
                     self.load_functions(replace=True)
                     self._load_refused = None
-                except self._errors as error:
+                except Exception as error:
                     self._load_refused = error
                 self._loads += 1
-            refused = self._load_refused
-        if refused is not None:
-            raise load_failed(lost, refused) from refused
+            return self._load_refused
 
     def _attempt(self, call: Call[T], engine: Engine) -> Any:
         if engine is Engine.EVAL:

@@ -622,3 +622,41 @@ async def test_a_reload_whose_callers_were_cancelled_is_not_logged(bare: Any) ->
     finally:
         loop.set_exception_handler(previous)
         await client.aclose()
+
+
+@needs_functions
+@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+def test_a_cluster_primary_refusing_the_load_does_not_stop_it(kind: str, tmp_path: Path) -> None:
+    """A cluster of its own: one primary loses the library while another
+    refuses FUNCTION LOAD (its own ACL; a primary down is the same to the
+    reload). The reload loads every primary it can and the call on the
+    first succeeds; the other node's error used to end the load (in
+    whatever order the nodes came) and fail the call."""
+    nodes = servers().start(server_binary(), 3, tmp_path, None, cluster=True)
+    try:
+        servers().form_cluster(nodes)
+        cluster = redis.cluster.RedisCluster("127.0.0.1", nodes[0].port)
+        Cell(cluster).load_functions()
+        key = f"{{t:{uuid.uuid4().hex}}}"
+        lost = next(n for n in nodes if n.port == cluster.get_node_from_key(key).port)
+        for node in nodes:
+            if node is not lost:
+                node.client.execute_command("ACL SETUSER", "default", "-function|load")
+        lost.client.execute_command("FUNCTION FLUSH")
+        if kind == "sync":
+            assert Cell(cluster, engine="functions").fw_incr(key, 2, 60).remaining == 1
+        else:
+
+            async def run() -> Decision:
+                client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=lost.port)
+                try:
+                    return await AsyncCell(client, engine="functions").fw_incr(key, 2, 60)
+                finally:
+                    await client.aclose()
+
+            assert asyncio.run(run()).remaining == 1
+        assert _library(lost.client)
+        cluster.close()
+    finally:
+        for node in nodes:
+            node.stop()
