@@ -27,6 +27,16 @@ pub const DEFAULT_MAX_KEYS: usize = 10_000;
 /// The key that counts the hits of limit keys beyond the cap, per domain.
 pub const OVERFLOW_KEY: &str = "_overflow";
 
+/// The longest limit key with its own series; a longer one counts in its
+/// domain's `_overflow` key.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// The key that counts, for `key`'s domain, the keys past the cap.
+fn overflow_key(key: &str) -> String {
+    let domain = key.split_once('.').map(|(d, _)| d).unwrap_or(key);
+    format!("{domain}.{OVERFLOW_KEY}")
+}
+
 /// The one series of every domain no configuration names.
 pub const DOMAIN_NOT_FOUND: &str = "ratelimit.service.rate_limit.domain_not_found";
 
@@ -158,6 +168,16 @@ impl Stats {
                 saturating_add(c, a);
             }
         };
+        // A client names the values (and, with a `limit` override, the
+        // entries) of a key: one longer than any real key counts in its
+        // domain's overflow, so the cap bounds bytes too, not only keys.
+        let long;
+        let key = if key.len() > MAX_KEY_BYTES {
+            long = overflow_key(key);
+            long.as_str()
+        } else {
+            key
+        };
         if let Some(c) = read(&self.limits).map.get(key) {
             return apply(c);
         }
@@ -165,12 +185,13 @@ impl Stats {
         if let Some(c) = g.map.get(key) {
             return apply(c);
         }
-        let key = if g.own < self.max_keys {
+        let key = if key.ends_with(OVERFLOW_KEY) && key == overflow_key(key) {
+            key.to_string()
+        } else if g.own < self.max_keys {
             g.own += 1;
             key.to_string()
         } else {
-            let domain = key.split_once('.').map(|(d, _)| d).unwrap_or(key);
-            format!("{domain}.{OVERFLOW_KEY}")
+            overflow_key(key)
         };
         apply(g.map.entry(key).or_default());
     }
@@ -577,5 +598,24 @@ mod tests {
         series.sort();
         series.dedup();
         assert_eq!(series.len(), n, "{text}");
+    }
+
+    #[test]
+    fn a_key_longer_than_the_bound_counts_in_the_overflow() {
+        let s = Stats::new(10);
+        let d = StatDelta {
+            total_hits: 1,
+            ..Default::default()
+        };
+        let long = format!("rl.user_{}", "x".repeat(MAX_KEY_BYTES));
+        s.add_limit(&long, &d);
+        s.add_limit(&long, &d);
+        s.add_limit(&format!("rl.user_{}", "x".repeat(MAX_KEY_BYTES - 8)), &d);
+        assert_eq!(s.limit_keys(), 2);
+        assert_eq!(
+            s.get("ratelimit.service.rate_limit.rl._overflow.total_hits"),
+            2
+        );
+        assert!(!s.prometheus().contains(&"x".repeat(MAX_KEY_BYTES)));
     }
 }
