@@ -218,6 +218,13 @@ class AsyncCell:
             values = list(replies.values()) if isinstance(replies, dict) else [replies]
             return call.merge(values)
         words = command_args(call, engine)
+        if call.keys and self.is_cluster and not self._coredis:
+            # To the first key's node: see Cell._attempt. (coredis finds it
+            # from the key range below, without asking.)
+            client = cast(Any, self.client)
+            await client.initialize()
+            node = client.get_node_from_key(call.keys[0])
+            return await client.execute_command(*words, target_nodes=node)
         first = len(words) - len(call.args) - len(call.keys) - 1
         key_range = (first, first + len(call.keys)) if call.keys else None
         return await self._send(*words, key_range=key_range)

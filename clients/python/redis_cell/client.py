@@ -179,6 +179,13 @@ class Cell:
             replies = self._send(*command_args(call, engine), target_nodes=RedisCluster.PRIMARIES)
             values = list(replies.values()) if isinstance(replies, dict) else [replies]
             return call.merge(values)
+        if call.keys and self.is_cluster:
+            # To the first key's node (a call's keys share a slot). Left to
+            # find the node itself, redis-py's cluster client asks one node
+            # COMMAND GETKEYS before every FCALL (its keys "move"): a second
+            # round trip per call, to a node that may be down.
+            node = cast(Any, self.client).get_node_from_key(call.keys[0])
+            return self._send(*command_args(call, engine), target_nodes=node)
         return self._send(*command_args(call, engine))
 
     throttle = _bind(c.throttle)
