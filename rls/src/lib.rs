@@ -86,6 +86,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         backend,
         per_second,
         stats: stats::Stats::new(settings.stats_max_keys),
+        detached: Arc::new(tokio::sync::Semaphore::new(service::MAX_DETACHED)),
     });
     let first = {
         let state = state.clone();

@@ -31,7 +31,17 @@ pub struct State {
     pub per_second: Option<Arc<Backend>>,
     pub stats: Stats,
     pub cluster: bool,
+    /// Decisions running on their own tasks (see
+    /// [`State::decide_detached`]), at most [`MAX_DETACHED`].
+    pub detached: Arc<tokio::sync::Semaphore>,
 }
+
+/// The most decisions that run at once. A client that gives up frees its
+/// stream but not its decision: without a bound, clients that cancel each
+/// request at once while Redis is slow would pile decisions up until
+/// Redis answers or times out. A request past the bound waits for a
+/// place (and can still be cancelled while it waits).
+pub const MAX_DETACHED: usize = 16_384;
 
 /// A failed call: the gRPC error and which stat counts it.
 pub struct Failure {
@@ -63,8 +73,19 @@ impl State {
         self: &Arc<Self>,
         req: RateLimitRequest,
     ) -> Result<RateLimitResponse, Failure> {
+        let Ok(place) = self.detached.clone().acquire_owned().await else {
+            return Err(Failure {
+                message: "the service is shutting down".into(),
+                redis: false,
+            });
+        };
         let st = self.clone();
-        match tokio::spawn(async move { st.should_rate_limit(&req).await }).await {
+        let task = async move {
+            let r = st.should_rate_limit(&req).await;
+            drop(place);
+            r
+        };
+        match tokio::spawn(task).await {
             Ok(r) => r,
             // The caller answers a panic as it would its own.
             Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
