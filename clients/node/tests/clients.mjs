@@ -72,14 +72,23 @@ export async function engines() {
   return out;
 }
 
+/** The module's cluster and the twin's, started side by side (a cluster's start is mostly waiting). */
 export async function clusters() {
-  const out = [{ engine: "module", cluster: await startCluster() }];
-  if (hasFunctions()) {
+  const twin = async () => {
     const cluster = await startCluster({ module: false });
     const { client, close } = await CLIENTS.ioredis.cluster(cluster.ports);
     await loadFunctions(client);
     await close();
-    out.push({ engine: "functions", cluster });
+    return { engine: "functions", cluster };
+  };
+  const started = await Promise.allSettled([
+    startCluster().then((cluster) => ({ engine: "module", cluster })),
+    ...(hasFunctions() ? [twin()] : []),
+  ]);
+  const failed = started.find((r) => r.status === "rejected");
+  if (failed) {
+    for (const r of started) if (r.status === "fulfilled") r.value.cluster.stop();
+    throw failed.reason;
   }
-  return out;
+  return started.map((r) => r.value);
 }

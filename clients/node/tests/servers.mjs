@@ -161,8 +161,7 @@ async function spawnServer({ module, cluster, bin, port }) {
 
 /** A cluster of three masters on loopback, slots split evenly. */
 export async function startCluster({ module = true, bin = SERVER } = {}) {
-  const nodes = [];
-  for (let i = 0; i < 3; i++) nodes.push(await startServer({ module, cluster: true, bin }));
+  const nodes = await Promise.all([0, 1, 2].map(() => startServer({ module, cluster: true, bin })));
   const ranges = [
     [0, 5460],
     [5461, 10922],
@@ -173,7 +172,10 @@ export async function startCluster({ module = true, bin = SERVER } = {}) {
     for (let s = ranges[i][0]; s <= ranges[i][1]; s++) slots.push(s);
     await raw(nodes[i].port, "CLUSTER", "ADDSLOTS", ...slots);
   }
-  for (let i = 1; i < 3; i++) await raw(nodes[0].port, "CLUSTER", "MEET", "127.0.0.1", nodes[i].port);
+  // Every node meets every other: none waits for gossip to learn of the third.
+  for (let i = 0; i < 3; i++) {
+    for (let j = i + 1; j < 3; j++) await raw(nodes[i].port, "CLUSTER", "MEET", "127.0.0.1", nodes[j].port);
+  }
   const deadline = Date.now() + 60_000;
   for (;;) {
     const states = await Promise.all(nodes.map((n) => raw(n.port, "CLUSTER", "INFO")));
