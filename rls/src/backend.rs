@@ -228,31 +228,10 @@ async fn cluster_transaction(
     }
 }
 
-/// The cluster slot of a key (CRC16/XMODEM of its hash tag, mod 16384).
+/// The cluster slot of a key, as Redis Cluster computes it (the module's
+/// own reckoning, shared).
 pub fn key_slot(key: &[u8]) -> u16 {
-    let tagged = key
-        .iter()
-        .position(|&b| b == b'{')
-        .and_then(|open| {
-            let rest = &key[open + 1..];
-            rest.iter()
-                .position(|&b| b == b'}')
-                .filter(|&n| n > 0)
-                .map(|n| &rest[..n])
-        })
-        .unwrap_or(key);
-    let mut crc: u16 = 0;
-    for &b in tagged {
-        crc ^= u16::from(b) << 8;
-        for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 {
-                (crc << 1) ^ 0x1021
-            } else {
-                crc << 1
-            };
-        }
-    }
-    crc % 16384
+    cell_core::trial::slot(key)
 }
 
 #[cfg(test)]
