@@ -103,6 +103,10 @@ export class RateLimiterCell extends rlf.RateLimiterRedis {
     // ends at that same instant, so the key's PTTL and msBeforeNext are
     // RateLimiterRedis's, never above the duration.
     const window = `${secDuration * 1000 - 1}ms`;
+    if (Math.abs(n) > UNBOUNDED) {
+      // Refused by FW.INCR as beyond its limit, which would read as a key of another limiter.
+      throw new RangeError(`redis-cell: RateLimiterCell counts at most 2^52 points a key (FW.INCR's exact range), not ${n}`);
+    }
     let d: Decision;
     if (n >= 0) {
       d = await this.cell.fwIncr(rlKey, UNBOUNDED, window, { quantity: n, ms: true });

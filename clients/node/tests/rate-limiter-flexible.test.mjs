@@ -151,6 +151,21 @@ test("a reward below zero: RateLimiterRedis stores negative points, RateLimiterC
   }
 });
 
+test("points beyond FW.INCR's exact range are a RangeError, not a key of another limiter", async () => {
+  const { client, close } = await CLIENTS.ioredis.single(servers[0].server.port);
+  try {
+    const l = new RateLimiterCell({ storeClient: client, keyPrefix: "huge", points: 5, duration: 10 });
+    for (const call of [() => l.consume("k", 2 ** 52 + 2), () => l.reward("k", 2 ** 53)]) {
+      await assert.rejects(call(), (e) => e instanceof RangeError && /at most 2\^52 points/.test(e.message));
+    }
+    // 2^52 points still fit FW.INCR, and are over the limit: a refusal, as RateLimiterRedis's.
+    const refused = await outcome(l.consume("k2", 2 ** 52));
+    assert.ok(!refused.ok && refused.value instanceof RateLimiterRes && refused.value.remainingPoints === 0, String(refused.value));
+  } finally {
+    await close();
+  }
+});
+
 test("execEvenly and the insurance limiter behave as RateLimiterRedis's", async () => {
   const { engine, server } = servers[0];
   const { client, close } = await CLIENTS.ioredis.single(server.port);
