@@ -26,13 +26,6 @@ fn acquire(c: &mut redis::Connection, line: &str) -> ([i64; 5], Option<String>) 
     }
 }
 
-fn int(c: &mut redis::Connection, line: &str) -> i64 {
-    match cmd(c, line) {
-        Ok(Value::Int(n)) => n,
-        other => panic!("{line}: {other:?}"),
-    }
-}
-
 #[test]
 fn a_transcript() {
     let s = Server::start();

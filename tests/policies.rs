@@ -7,59 +7,6 @@ mod support;
 use redis::Value;
 use support::*;
 
-fn ok(c: &mut redis::Connection, line: &str) {
-    assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
-}
-
-fn int(c: &mut redis::Connection, line: &str) -> i64 {
-    match cmd(c, line) {
-        Ok(Value::Int(n)) => n,
-        other => panic!("{line}: expected an integer, got {other:?}"),
-    }
-}
-
-fn field(c: &mut redis::Connection, name: &str, what: &str) -> String {
-    policy(c, name)
-        .into_iter()
-        .find(|(k, _)| k == what)
-        .map(|(_, v)| v)
-        .unwrap_or_else(|| panic!("{what} missing from CL.POLICY GET {name}"))
-}
-
-fn counter(c: &mut redis::Connection, name: &str, what: &str) -> i64 {
-    field(c, name, what).parse().unwrap()
-}
-
-fn list(c: &mut redis::Connection) -> Vec<String> {
-    match cmd(c, "CL.POLICY LIST") {
-        Ok(Value::Array(items)) => items.iter().map(text).collect(),
-        other => panic!("CL.POLICY LIST: {other:?}"),
-    }
-}
-
-/// `CL.TOP ...` as `(key, count, error, shadow)`.
-fn top(c: &mut redis::Connection, line: &str) -> Vec<(String, i64, i64, i64)> {
-    match cmd(c, line) {
-        Ok(Value::Array(rows)) => rows
-            .into_iter()
-            .map(|row| match row {
-                Value::Array(f) => (
-                    text(&f[0]),
-                    text(&f[1]).parse().unwrap(),
-                    text(&f[2]).parse().unwrap(),
-                    text(&f[3]).parse().unwrap(),
-                ),
-                other => panic!("{line}: row {other:?}"),
-            })
-            .collect(),
-        other => panic!("{line}: {other:?}"),
-    }
-}
-
-fn dbsize(c: &mut redis::Connection) -> i64 {
-    int(c, "DBSIZE")
-}
-
 fn dump(c: &mut redis::Connection, key: &str) -> Value {
     redis::cmd("DUMP").arg(key).query(c).unwrap()
 }
@@ -68,11 +15,11 @@ fn dump(c: &mut redis::Connection, key: &str) -> Value {
 fn lifecycle() {
     let s = Server::start();
     let c = &mut s.conn();
-    assert!(list(c).is_empty());
+    assert!(policy_list(c).is_empty());
     ok(c, "CL.POLICY SET api-sec GCRA 9 10 1s");
     ok(c, "CL.POLICY SET api.day fw 1000 day SHADOW");
     ok(c, "cl.policy set search SW 5 60 APPROX");
-    assert_eq!(list(c), ["api-sec", "api.day", "search"]);
+    assert_eq!(policy_list(c), ["api-sec", "api.day", "search"]);
     assert_eq!(
         policy(c, "api.day"),
         [
@@ -86,22 +33,22 @@ fn lifecycle() {
         ]
         .map(|(a, b)| (a.to_string(), b.to_string()))
     );
-    assert_eq!(field(c, "search", "limiter"), "SW 5 60 APPROX");
+    assert_eq!(policy_field(c, "search", "limiter"), "SW 5 60 APPROX");
     // Replacing keeps the counters; a new limiter of the same kind.
     five(c, "CL.LIMIT k1 api-sec");
     ok(c, "CL.POLICY SET api-sec GCRA 19 20 1s");
-    assert_eq!(field(c, "api-sec", "limiter"), "GCRA 19 20 1s");
-    assert_eq!(counter(c, "api-sec", "calls"), 1);
+    assert_eq!(policy_field(c, "api-sec", "limiter"), "GCRA 19 20 1s");
+    assert_eq!(policy_counter(c, "api-sec", "calls"), 1);
     assert_eq!(five(c, "CL.LIMIT k1 api-sec")[1], 20);
     // SHADOW can be dropped, and given among the limiter's options.
     ok(c, "CL.POLICY SET api.day FW 1000 day");
-    assert_eq!(field(c, "api.day", "shadow"), "0");
+    assert_eq!(policy_field(c, "api.day", "shadow"), "0");
     ok(c, "CL.POLICY SET search SW 5 60 shadow APPROX");
-    assert_eq!(field(c, "search", "shadow"), "1");
-    assert_eq!(field(c, "search", "limiter"), "SW 5 60 APPROX");
+    assert_eq!(policy_field(c, "search", "shadow"), "1");
+    assert_eq!(policy_field(c, "search", "limiter"), "SW 5 60 APPROX");
     assert_eq!(int(c, "CL.POLICY DEL search"), 1);
     assert_eq!(int(c, "CL.POLICY DEL search"), 0);
-    assert_eq!(list(c), ["api-sec", "api.day"]);
+    assert_eq!(policy_list(c), ["api-sec", "api.day"]);
     assert_eq!(
         err(c, "CL.POLICY GET search"),
         "ERR unknown policy 'search'"
@@ -219,8 +166,8 @@ fn bad_input() {
     // The key's type is checked after the policy: an error, counted.
     cmd(c, "HSET h f v").unwrap();
     assert!(err(c, "CL.LIMIT h p").starts_with("WRONGTYPE"));
-    assert_eq!(counter(c, "p", "errors"), 1);
-    assert_eq!(counter(c, "p", "calls"), 1);
+    assert_eq!(policy_counter(c, "p", "errors"), 1);
+    assert_eq!(policy_counter(c, "p", "calls"), 1);
     ping(c);
 }
 
@@ -463,16 +410,19 @@ fn shadow_against_enforced() {
     for (i, r) in refused.iter().enumerate() {
         assert!(*r > 5, "p{i}: only {r} refusals");
         let name = format!("p{i}");
-        assert_eq!(counter(e, &name, "refused"), *r);
-        assert_eq!(counter(h, &name, "shadow_refused"), *r);
-        assert_eq!(counter(h, &name, "refused"), 0);
-        assert_eq!(counter(e, &name, "allowed"), counter(h, &name, "allowed"));
+        assert_eq!(policy_counter(e, &name, "refused"), *r);
+        assert_eq!(policy_counter(h, &name, "shadow_refused"), *r);
+        assert_eq!(policy_counter(h, &name, "refused"), 0);
+        assert_eq!(
+            policy_counter(e, &name, "allowed"),
+            policy_counter(h, &name, "allowed")
+        );
     }
     // Turning enforcement on needs nothing else: the next refusal refuses.
     ok(h, "CL.POLICY SET p0 GCRA 1 1 10s");
-    let before = counter(h, "p0", "refused");
+    let before = policy_counter(h, "p0", "refused");
     while five(h, "CL.LIMIT hot p0")[0] == 0 {}
-    assert_eq!(counter(h, "p0", "refused"), before + 1);
+    assert_eq!(policy_counter(h, "p0", "refused"), before + 1);
 }
 
 /// In CL.THROTTLEALL, a shadow limiter decides apart: its refusal neither
@@ -497,9 +447,9 @@ fn shadow_in_throttleall() {
     assert_eq!(r(c, line), [0, 10, 8, -1, 60, 2]);
     assert_eq!(get(c, "a").as_deref(), Some("1"));
     assert_eq!(get(c, "b").as_deref(), Some("2"));
-    assert_eq!(counter(c, "tight", "shadow_refused"), 1);
-    assert_eq!(counter(c, "tight", "allowed"), 1);
-    assert_eq!(counter(c, "loose", "allowed"), 2);
+    assert_eq!(policy_counter(c, "tight", "shadow_refused"), 1);
+    assert_eq!(policy_counter(c, "tight", "allowed"), 1);
+    assert_eq!(policy_counter(c, "loose", "allowed"), 2);
     // An enforcing refusal binds.
     ok(c, "CL.POLICY SET loose FW 2 60s");
     assert_eq!(r(c, line), [1, 2, 0, 60, 60, 2]);
@@ -668,11 +618,11 @@ fn set_policies(c: &mut redis::Connection) {
 /// Checks the set left by [`set_policies`]; `key`: a fresh key to call the
 /// policy on (none on a read-only replica).
 fn check_policies(c: &mut redis::Connection, key: Option<&str>) {
-    assert_eq!(list(c), ["api", "day", "win"]);
-    assert_eq!(field(c, "api", "limiter"), "GCRA 4 5 1s");
-    assert_eq!(field(c, "day", "limiter"), "FW 100 day");
-    assert_eq!(field(c, "day", "shadow"), "1");
-    assert_eq!(field(c, "win", "limiter"), "SW 5 60s APPROX");
+    assert_eq!(policy_list(c), ["api", "day", "win"]);
+    assert_eq!(policy_field(c, "api", "limiter"), "GCRA 4 5 1s");
+    assert_eq!(policy_field(c, "day", "limiter"), "FW 100 day");
+    assert_eq!(policy_field(c, "day", "shadow"), "1");
+    assert_eq!(policy_field(c, "win", "limiter"), "SW 5 60s APPROX");
     if let Some(key) = key {
         assert_eq!(five(c, &format!("CL.LIMIT {key} api"))[..3], [0, 5, 4]);
     }
@@ -710,7 +660,7 @@ fn persistence_rdb() {
     }
     cmd(c, "SAVE").unwrap();
     let s = restart(s.stop(), &[]);
-    assert!(list(&mut s.conn()).is_empty());
+    assert!(policy_list(&mut s.conn()).is_empty());
 }
 
 #[test]
@@ -786,14 +736,14 @@ fn replicas_and_failover() {
     set_policies(m);
     let replica = replica_of(&master, vec![]);
     let r = &mut replica.conn();
-    eventually("policies on the replica", || list(r).len() == 3);
+    eventually("policies on the replica", || policy_list(r).len() == 3);
     check_policies(r, None);
     // After: by the replication stream.
     ok(m, "CL.POLICY SET later GCRA 0 1 1s");
     assert_eq!(int(m, "CL.POLICY DEL win"), 1);
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(m).unwrap();
     assert_eq!(acked, 1);
-    assert_eq!(list(r), ["api", "day", "later"]);
+    assert_eq!(policy_list(r), ["api", "day", "later"]);
     // A read-only replica refuses changes but answers reads.
     assert_eq!(
         err(r, "CL.POLICY SET x GCRA 1 1 1"),
@@ -806,16 +756,16 @@ fn replicas_and_failover() {
     assert!(top(r, "CL.TOP").is_empty());
     // Failover: the promoted replica keeps them and takes changes.
     ok(r, "REPLICAOF NO ONE");
-    assert_eq!(list(r), ["api", "day", "later"]);
+    assert_eq!(policy_list(r), ["api", "day", "later"]);
     assert_eq!(five(r, "CL.LIMIT k later")[..3], [0, 1, 0]);
     ok(r, "CL.POLICY SET x GCRA 1 1 1");
     // A full sync replaces a replica's policies with its master's.
     ok(m, "CL.POLICY SET only-on-master GCRA 1 1 1");
     cmd(r, &format!("REPLICAOF 127.0.0.1 {}", master.port)).unwrap();
     eventually("resynced", || {
-        list(r).contains(&"only-on-master".to_string())
+        policy_list(r).contains(&"only-on-master".to_string())
     });
-    assert_eq!(list(r), ["api", "day", "later", "only-on-master"]);
+    assert_eq!(policy_list(r), ["api", "day", "later", "only-on-master"]);
 }
 
 /// A damaged policy set in an RDB file is refused (the server does not
@@ -840,7 +790,7 @@ fn a_damaged_policy_set_is_refused() {
     unreadable[at + 3] = b'X';
     std::fs::write(&file, &unreadable).unwrap();
     let s = restart(dir.clone(), &checksum_off);
-    assert_eq!(list(&mut s.conn()), ["api"]);
+    assert_eq!(policy_list(&mut s.conn()), ["api"]);
     assert_eq!(
         err(&mut s.conn(), "CL.LIMIT k api"),
         "ERR policy 'api' holds a limiter this version of redis-cell does not read: set it again"
@@ -865,5 +815,5 @@ fn a_damaged_policy_set_is_refused() {
     // The intact file still loads.
     std::fs::write(&file, &good).unwrap();
     let s = restart(dir, &checksum_off);
-    assert_eq!(list(&mut s.conn()), ["api"]);
+    assert_eq!(policy_list(&mut s.conn()), ["api"]);
 }

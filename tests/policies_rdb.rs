@@ -8,27 +8,6 @@ mod support;
 use redis::Value;
 use support::*;
 
-fn ok(c: &mut redis::Connection, line: &str) {
-    assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
-}
-
-fn list(c: &mut redis::Connection) -> Vec<String> {
-    match cmd(c, "CL.POLICY LIST") {
-        Ok(Value::Array(items)) => items
-            .iter()
-            .map(|v| match v {
-                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
-                other => panic!("CL.POLICY LIST: {other:?}"),
-            })
-            .collect(),
-        other => panic!("CL.POLICY LIST: {other:?}"),
-    }
-}
-
-fn dbsize(c: &mut redis::Connection) -> i64 {
-    redis::cmd("DBSIZE").query(c).unwrap()
-}
-
 /// Whether the server calls `aux_save2` (Redis 7.2+, every Valkey).
 fn has_aux_save2() -> bool {
     server_version().has_redis(7, 2)
@@ -94,7 +73,7 @@ fn an_rdb_without_policies_loads_without_the_module() {
     let s = with_module(dir);
     let c = &mut s.conn();
     assert_eq!(dbsize(c), 3);
-    assert!(list(c).is_empty());
+    assert!(policy_list(c).is_empty());
     ok(c, "CL.POLICY SET api GCRA 4 5 1s");
     ok(c, "SAVE");
     let dir = s.stop();
@@ -106,7 +85,7 @@ fn an_rdb_without_policies_loads_without_the_module() {
     );
     // The module loads it.
     let s = with_module(dir);
-    assert_eq!(list(&mut s.conn()), ["api"]);
+    assert_eq!(policy_list(&mut s.conn()), ["api"]);
 }
 
 #[test]
@@ -117,12 +96,12 @@ fn reload_and_restart_keep_the_policies() {
     ok(c, "CL.POLICY SET api GCRA 4 5 1s");
     ok(c, "CL.POLICY SET day FW 100 day SHADOW");
     ok(c, "DEBUG RELOAD");
-    assert_eq!(list(c), ["api", "day"]);
+    assert_eq!(policy_list(c), ["api", "day"]);
     assert_eq!(dbsize(c), 3);
     ok(c, "SAVE");
     let s = with_module(s.stop());
     let c = &mut s.conn();
-    assert_eq!(list(c), ["api", "day"]);
+    assert_eq!(policy_list(c), ["api", "day"]);
     assert_eq!(dbsize(c), 3);
 }
 
@@ -136,14 +115,14 @@ fn a_reload_ends_with_exactly_the_files_policies() {
     ok(c, "SAVE");
     ok(c, "CL.POLICY SET later GCRA 4 5 1s");
     ok(c, "DEBUG RELOAD NOSAVE");
-    assert!(list(c).is_empty());
+    assert!(policy_list(c).is_empty());
     assert_eq!(dbsize(c), 3);
     ok(c, "CL.POLICY SET saved GCRA 4 5 1s");
     ok(c, "SAVE");
     ok(c, "CL.POLICY SET later GCRA 4 5 1s");
     assert_eq!(cmd(c, "CL.POLICY DEL saved"), Ok(Value::Int(1)));
     ok(c, "DEBUG RELOAD NOSAVE");
-    assert_eq!(list(c), ["saved"]);
+    assert_eq!(policy_list(c), ["saved"]);
 }
 
 /// An AOF is the whole truth: its load starts from no policies and
@@ -162,7 +141,7 @@ fn an_aof_load_ends_with_exactly_its_policies() {
     ok(c, "CL.POLICY SET gone GCRA 4 5 1s");
     assert_eq!(cmd(c, "CL.POLICY DEL gone"), Ok(Value::Int(1)));
     ok(c, "DEBUG LOADAOF");
-    assert_eq!(list(c), ["api"]);
+    assert_eq!(policy_list(c), ["api"]);
 }
 
 fn sync_full(c: &mut redis::Connection) -> i64 {
@@ -212,7 +191,7 @@ fn a_full_sync_leaves_exactly_the_masters_policies() {
                 let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
                 info.contains("master_link_status:up") && sync_full(m) > before
             });
-            assert_eq!(list(r), masters, "{load}, dual channel {dual}");
+            assert_eq!(policy_list(r), masters, "{load}, dual channel {dual}");
             assert_eq!(get(r, "k").as_deref(), Some("v"), "{load}");
         }
     }
@@ -266,7 +245,7 @@ fn an_async_full_sync_leaves_exactly_the_masters_policies() {
             let info: String = redis::cmd("INFO").arg("replication").query(r).unwrap();
             info.contains("master_link_status:up") && sync_full(m) > before
         });
-        assert_eq!(list(r), masters);
+        assert_eq!(policy_list(r), masters);
         assert_eq!(dbsize(r), 8);
     }
 }

@@ -12,10 +12,6 @@ mod support;
 use redis::Value;
 use support::*;
 
-fn ok(c: &mut redis::Connection, line: &str) {
-    assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
-}
-
 fn ints(c: &mut redis::Connection, line: &str) -> Vec<i64> {
     match cmd(c, line) {
         Ok(Value::Array(v)) => v
@@ -27,14 +23,6 @@ fn ints(c: &mut redis::Connection, line: &str) -> Vec<i64> {
             .collect(),
         other => panic!("{line}: {other:?}"),
     }
-}
-
-fn field(c: &mut redis::Connection, name: &str, what: &str) -> String {
-    policy(c, name)
-        .into_iter()
-        .find(|(k, _)| k == what)
-        .map(|(_, v)| v)
-        .unwrap_or_else(|| panic!("{what} missing from CL.POLICY GET {name}"))
 }
 
 /// The counters of a policy, without its trial's.
@@ -246,10 +234,21 @@ fn shadow_and_trials_change_nothing_enforced() {
     for (name, _, _) in ENFORCED {
         assert_eq!(counters(w, name), counters(o, name), "{name}");
         let alone = format!("t{}", &name[1..]);
-        assert_eq!(field(w, name, "trial_calls"), field(o, &alone, "calls"));
-        assert_eq!(field(w, name, "trial_allowed"), field(o, &alone, "allowed"));
-        assert_eq!(field(w, name, "trial_refused"), field(o, &alone, "refused"));
-        shadow_refusals += field(w, name, "trial_refused").parse::<i64>().unwrap();
+        assert_eq!(
+            policy_field(w, name, "trial_calls"),
+            policy_field(o, &alone, "calls")
+        );
+        assert_eq!(
+            policy_field(w, name, "trial_allowed"),
+            policy_field(o, &alone, "allowed")
+        );
+        assert_eq!(
+            policy_field(w, name, "trial_refused"),
+            policy_field(o, &alone, "refused")
+        );
+        shadow_refusals += policy_field(w, name, "trial_refused")
+            .parse::<i64>()
+            .unwrap();
     }
     for (name, _) in SHADOWS {
         assert_eq!(counters(w, name), counters(o, name), "{name}");
@@ -267,7 +266,7 @@ fn shadow_and_trials_change_nothing_enforced() {
     );
     let shadowed: i64 = SHADOWS
         .iter()
-        .map(|(n, _)| field(w, n, "shadow_refused").parse::<i64>().unwrap())
+        .map(|(n, _)| policy_field(w, n, "shadow_refused").parse::<i64>().unwrap())
         .sum();
     assert!(shadowed > 10, "{shadowed} shadow refusals");
 }
@@ -285,8 +284,8 @@ fn a_shadow_limiters_error_is_its_own() {
     let line = "CL.THROTTLEALL 2 {u}:bad {u}:n POLICY dry POLICY api";
     assert_eq!(ints(c, line), [0, 5, 4, -1, 60, 2]);
     assert_eq!(get(c, "{u}:n").as_deref(), Some("1"));
-    assert_eq!(field(c, "dry", "errors"), "1");
-    assert_eq!(field(c, "api", "allowed"), "1");
+    assert_eq!(policy_field(c, "dry", "errors"), "1");
+    assert_eq!(policy_field(c, "api", "allowed"), "1");
     // Shadow limiters only: one that decides answers; none, the error.
     assert_eq!(
         ints(c, "CL.THROTTLEALL 2 {u}:bad {u}:ok POLICY dry POLICY dry"),
@@ -296,11 +295,11 @@ fn a_shadow_limiters_error_is_its_own() {
         err(c, "CL.THROTTLEALL 1 {u}:bad POLICY dry MS"),
         "WRONGTYPE Operation against a key holding the wrong kind of value"
     );
-    assert_eq!(field(c, "dry", "errors"), "3");
+    assert_eq!(policy_field(c, "dry", "errors"), "3");
     // An enforcing limiter's error fails the call, as without shadow ones.
     assert_eq!(
         err(c, "CL.THROTTLEALL 2 {u}:ok {u}:bad POLICY dry POLICY api"),
         "WRONGTYPE Operation against a key holding the wrong kind of value"
     );
-    assert_eq!(field(c, "api", "errors"), "1");
+    assert_eq!(policy_field(c, "api", "errors"), "1");
 }

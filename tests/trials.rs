@@ -8,10 +8,6 @@ mod support;
 use redis::Value;
 use support::*;
 
-fn ok(c: &mut redis::Connection, line: &str) {
-    assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
-}
-
 fn field(c: &mut redis::Connection, name: &str, what: &str) -> Option<String> {
     policy(c, name)
         .into_iter()
@@ -24,24 +20,6 @@ fn count(c: &mut redis::Connection, name: &str, what: &str) -> i64 {
         .unwrap_or_else(|| panic!("no {what} in CL.POLICY GET {name}"))
         .parse()
         .unwrap()
-}
-
-fn top(c: &mut redis::Connection, line: &str) -> Vec<(String, i64, i64, i64)> {
-    match cmd(c, line) {
-        Ok(Value::Array(rows)) => rows
-            .into_iter()
-            .map(|row| match row {
-                Value::Array(f) => (
-                    text(&f[0]),
-                    text(&f[1]).parse().unwrap(),
-                    text(&f[2]).parse().unwrap(),
-                    text(&f[3]).parse().unwrap(),
-                ),
-                other => panic!("{line}: row {other:?}"),
-            })
-            .collect(),
-        other => panic!("{line}: {other:?}"),
-    }
 }
 
 fn keys(c: &mut redis::Connection) -> Vec<String> {

@@ -106,10 +106,6 @@ fn runtime_error(e: &str) -> bool {
     .any(|s| e.contains(s))
 }
 
-fn dbsize(c: &mut redis::Connection) -> i64 {
-    redis::cmd("DBSIZE").query(c).unwrap()
-}
-
 #[test]
 fn random_arguments_answer_as_the_module_and_never_break_the_twin() {
     let s = Server::start();

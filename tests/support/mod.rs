@@ -803,3 +803,61 @@ pub fn policy(c: &mut redis::Connection, name: &str) -> Vec<(String, String)> {
         other => panic!("CL.POLICY GET {name}: {other:?}"),
     }
 }
+
+/// Asserts that `line` answers `OK`.
+pub fn ok(c: &mut redis::Connection, line: &str) {
+    assert_eq!(cmd(c, line), Ok(Value::Okay), "{line} did not answer OK");
+}
+
+/// The integer `line` answers.
+pub fn int(c: &mut redis::Connection, line: &str) -> i64 {
+    match cmd(c, line) {
+        Ok(Value::Int(n)) => n,
+        other => panic!("{line}: expected an integer, got {other:?}"),
+    }
+}
+
+pub fn dbsize(c: &mut redis::Connection) -> i64 {
+    int(c, "DBSIZE")
+}
+
+/// One field of `CL.POLICY GET name`, which must be there.
+pub fn policy_field(c: &mut redis::Connection, name: &str, what: &str) -> String {
+    policy(c, name)
+        .into_iter()
+        .find(|(k, _)| k == what)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("{what} missing from CL.POLICY GET {name}"))
+}
+
+/// A counter of `CL.POLICY GET name`.
+pub fn policy_counter(c: &mut redis::Connection, name: &str, what: &str) -> i64 {
+    policy_field(c, name, what).parse().unwrap()
+}
+
+/// `CL.POLICY LIST`.
+pub fn policy_list(c: &mut redis::Connection) -> Vec<String> {
+    match cmd(c, "CL.POLICY LIST") {
+        Ok(Value::Array(items)) => items.iter().map(text).collect(),
+        other => panic!("CL.POLICY LIST: {other:?}"),
+    }
+}
+
+/// `CL.TOP ...` as `(key, count, error, shadow)`.
+pub fn top(c: &mut redis::Connection, line: &str) -> Vec<(String, i64, i64, i64)> {
+    match cmd(c, line) {
+        Ok(Value::Array(rows)) => rows
+            .into_iter()
+            .map(|row| match row {
+                Value::Array(f) => (
+                    text(&f[0]),
+                    text(&f[1]).parse().unwrap(),
+                    text(&f[2]).parse().unwrap(),
+                    text(&f[3]).parse().unwrap(),
+                ),
+                other => panic!("{line}: row {other:?}"),
+            })
+            .collect(),
+        other => panic!("{line}: {other:?}"),
+    }
+}
