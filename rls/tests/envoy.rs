@@ -17,7 +17,7 @@ use support::*;
 fn envoy_binary() -> PathBuf {
     let p = std::env::var("ENVOY_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("target/rls-deps/envoy-1.40.0/envoy"));
+        .unwrap_or_else(|_| repo_root().join("target/deps/servers/envoy-1.40.0/envoy"));
     assert!(
         p.is_file(),
         "envoy not found at {} (rls/test installs it, or set ENVOY_BIN)",
