@@ -224,15 +224,4 @@ export class RedisCellStore implements Store {
 export default RedisCellStore;
 
 // The error classes, so that code using only this entry point can tell the failures apart.
-export {
-  ArgumentError,
-  EngineError,
-  EngineNotFoundError,
-  LibraryMissingError,
-  LimiterMismatchError,
-  ModuleMissingError,
-  ModuleOnlyError,
-  OutOfRangeError,
-  RedisCellError,
-  WrongTypeError,
-} from "./errors.js";
+export * from "./error-classes.js";

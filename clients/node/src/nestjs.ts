@@ -86,15 +86,4 @@ export class RedisCellThrottlerStorage implements ThrottlerStorage {
 export default RedisCellThrottlerStorage;
 
 // The error classes, so that code using only this entry point can tell the failures apart.
-export {
-  ArgumentError,
-  EngineError,
-  EngineNotFoundError,
-  LibraryMissingError,
-  LimiterMismatchError,
-  ModuleMissingError,
-  ModuleOnlyError,
-  OutOfRangeError,
-  RedisCellError,
-  WrongTypeError,
-} from "./errors.js";
+export * from "./error-classes.js";

@@ -202,15 +202,4 @@ export class RateLimiterCellGcra extends RateLimiterCell {
 export { RateLimiterRes } from "rate-limiter-flexible";
 
 // The error classes, so that code using only this entry point can tell the failures apart.
-export {
-  ArgumentError,
-  EngineError,
-  EngineNotFoundError,
-  LibraryMissingError,
-  LimiterMismatchError,
-  ModuleMissingError,
-  ModuleOnlyError,
-  OutOfRangeError,
-  RedisCellError,
-  WrongTypeError,
-} from "./errors.js";
+export * from "./error-classes.js";
