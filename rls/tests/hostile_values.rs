@@ -158,13 +158,15 @@ async fn huge_hits_count_up_to_the_counting_limit() {
     assert_eq!(redis.get_int(&key), 1 << 62);
 }
 
-fn per_second_env(fast: &Redis) -> Vec<(&'static str, String)> {
-    vec![
-        ("ALL_OR_NOTHING", "true".into()),
-        ("REDIS_PERSECOND", "true".into()),
-        ("REDIS_PERSECOND_SOCKET_TYPE", "tcp".into()),
-        ("REDIS_PERSECOND_URL", fast.url()),
-    ]
+fn start_per_second(main: &Redis, fast: &Redis, file: &str, cfg: &str) -> Rls {
+    let fast_url = fast.url();
+    let env = [
+        ("ALL_OR_NOTHING", "true"),
+        ("REDIS_PERSECOND", "true"),
+        ("REDIS_PERSECOND_SOCKET_TYPE", "tcp"),
+        ("REDIS_PERSECOND_URL", fast_url.as_str()),
+    ];
+    Rls::start(&main.url(), &[(file, cfg)], &env)
 }
 
 /// A per-second rule whose window is an hour (`unit_multiplier`), so that
@@ -186,9 +188,7 @@ descriptors:
   - key: h1
     rate_limit: {unit: hour, requests_per_unit: 1}
 ";
-    let env = per_second_env(&fast);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let rls = Rls::start(&main.url(), &[("p.yaml", cfg)], &env);
+    let rls = start_per_second(&main, &fast, "p.yaml", cfg);
     let mut c = rls.client().await;
     let u = unique("u");
     let h = hour();
@@ -500,9 +500,7 @@ descriptors:
   - key: h
     rate_limit: {unit: hour, requests_per_unit: 100}
 ";
-    let env = per_second_env(&fast);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let rls = Rls::start(&main.url(), &[("f.yaml", cfg)], &env);
+    let rls = start_per_second(&main, &fast, "f.yaml", cfg);
     let mut c = rls.client().await;
     let u = unique("u");
     let both = || request("f", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]);
@@ -533,9 +531,7 @@ descriptors:
   - key: h
     rate_limit: {unit: hour, requests_per_unit: 100}
 ";
-    let env = per_second_env(&fast);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let rls = Rls::start(&main.url(), &[("f.yaml", cfg)], &env);
+    let rls = start_per_second(&main, &fast, "f.yaml", cfg);
     let mut c = rls.client().await;
     let u = unique("u");
     let both = || request("f", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]);
