@@ -91,7 +91,7 @@ impl<'a> Args<'a> {
         spec: &[Opt],
         stop: impl Fn(&[u8]) -> bool,
     ) -> Result<(Found<'a>, usize), CmdError> {
-        Ok(options::read(spec, |i| self.bytes(i), from, stop)?)
+        Ok(options::read(spec, &[], |i| self.bytes(i), from, stop)?)
     }
 }
 

@@ -544,14 +544,7 @@ pub fn read<'a>(
     if word(at + params - 1).is_none() {
         return Err(missing);
     }
-    let mut spec = [Opt::Flag(""); 8];
-    let mut n = 0;
-    for (slot, opt) in spec.iter_mut().zip(own.iter().chain(extra)) {
-        *slot = *opt;
-        n += 1;
-    }
-    let (options, next) =
-        options::read(spec.get(..n).unwrap_or_default(), word, at + params, stop)?;
+    let (options, next) = options::read(own, extra, word, at + params, stop)?;
     let p = |i: usize| word(at + i).unwrap_or_default();
     let limiter = match kind {
         Kind::Gcra => Limiter::Gcra(gcra(p(0), p(1), p(2))?),

@@ -7,40 +7,76 @@
 
 use crate::parse;
 
-/// One option a command accepts.
+/// One option a command accepts. Every option of every command is one of
+/// the constants below, each with a bit of its own, so that what a call
+/// gave is a set of bits and asking for one is a single test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Opt {
-    /// A word of its own: `MS`.
-    Flag(&'static str),
-    /// A word and the value after it: `TZ zone`.
-    Keyword(&'static str),
-    /// An integer `>= 0`, on its own (`CL.THROTTLE key 15 30 60 2`) or,
-    /// when named, after its keyword (`QUANTITY 2`).
-    Quantity(Option<&'static str>),
+pub struct Opt {
+    form: Form,
+    /// The word that names it (`quantity`, in errors, for the bare one).
+    name: &'static str,
+    bit: u32,
 }
 
-/// The options more than one command takes, spelled once.
-pub const MS: Opt = Opt::Flag("MS");
-pub const SHADOW: Opt = Opt::Flag("SHADOW");
-pub const APPROX: Opt = Opt::Flag("APPROX");
-pub const ALIGN: Opt = Opt::Flag("ALIGN");
-pub const TZ: Opt = Opt::Keyword("TZ");
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Form {
+    /// A word of its own: `MS`.
+    Flag,
+    /// A word and the value after it: `TZ zone`.
+    Keyword,
+    /// An integer `>= 0` on its own: `CL.THROTTLE key 15 30 60 2`.
+    Quantity,
+    /// An integer `>= 0` after its keyword: `QUANTITY 2`.
+    NamedQuantity,
+}
+
+const fn opt(form: Form, name: &'static str, n: u32) -> Opt {
+    assert!(n < 32, "one bit of a u32 per option");
+    Opt {
+        form,
+        name,
+        bit: 1 << n,
+    }
+}
+
+pub const MS: Opt = opt(Form::Flag, "MS", 0);
+pub const SHADOW: Opt = opt(Form::Flag, "SHADOW", 1);
+pub const APPROX: Opt = opt(Form::Flag, "APPROX", 2);
+pub const ALIGN: Opt = opt(Form::Flag, "ALIGN", 3);
+pub const TZ: Opt = opt(Form::Keyword, "TZ", 4);
 /// The bare quantity of the single-limiter commands (`... 60 2`).
-pub const QUANTITY: Opt = Opt::Quantity(None);
+pub const QUANTITY: Opt = opt(Form::Quantity, "quantity", 5);
 /// `CL.THROTTLEALL`'s quantity, which needs its keyword (`QUANTITY 2`).
-pub const NAMED_QUANTITY: Opt = Opt::Quantity(Some("QUANTITY"));
+pub const NAMED_QUANTITY: Opt = opt(Form::NamedQuantity, "QUANTITY", 6);
+/// `CL.RESERVE`'s longest wait.
+pub const MAXWAIT: Opt = opt(Form::Keyword, "MAXWAIT", 7);
+/// `CC.ACQUIRE`'s lease id.
+pub const ID: Opt = opt(Form::Keyword, "ID", 8);
+/// `CL.TOP`'s options.
+pub const COUNT: Opt = opt(Form::Keyword, "COUNT", 9);
+pub const POLICY: Opt = opt(Form::Keyword, "POLICY", 10);
+pub const RESET: Opt = opt(Form::Flag, "RESET", 11);
+pub const TRIAL: Opt = opt(Form::Flag, "TRIAL", 12);
 
-/// At most this many options per command.
-const MAX_OPTS: usize = 8;
+impl Opt {
+    /// Whether `word` names this option (any case); the bare quantity has
+    /// no name.
+    pub fn is_named(&self, word: &[u8]) -> bool {
+        self.form != Form::Quantity && word.eq_ignore_ascii_case(self.name.as_bytes())
+    }
+}
 
-/// What was found, asked by option (`found.has(MS)`), whatever its place in
-/// the command's list.
+/// The most keyword values one call can carry: no command takes more than
+/// two keywords.
+const MAX_VALUES: usize = 4;
+
+/// What was found, asked by option (`found.has(MS)`).
 #[derive(Clone, Copy, Debug)]
 pub struct Found<'a> {
-    /// Bit `i`: the option in `opts[i]` was given.
+    /// The bits of the options given.
     given: u32,
-    opts: [Opt; MAX_OPTS],
-    values: [&'a [u8]; MAX_OPTS],
+    /// Each keyword given: its option's bit and its value.
+    values: [(u32, &'a [u8]); MAX_VALUES],
     /// The quantity, if given.
     pub quantity: Option<i64>,
 }
@@ -48,31 +84,18 @@ pub struct Found<'a> {
 impl<'a> Found<'a> {
     /// Whether `opt` was given.
     pub fn has(&self, opt: Opt) -> bool {
-        self.slot(opt).is_some()
+        self.given & opt.bit != 0
     }
 
     /// The value of `opt` (a keyword), if given.
     pub fn value(&self, opt: Opt) -> Option<&'a [u8]> {
-        let i = self.slot(opt)?;
-        Some(self.values.get(i).copied().unwrap_or_default())
-    }
-
-    /// Where `opt` was recorded, looking at the given options only (most
-    /// calls give one or none).
-    fn slot(&self, opt: Opt) -> Option<usize> {
-        let mut given = self.given;
-        while given != 0 {
-            let i = given.trailing_zeros() as usize;
-            if self.opts.get(i) == Some(&opt) {
-                return Some(i);
-            }
-            given &= given - 1;
+        if !self.has(opt) {
+            return None;
         }
-        None
-    }
-
-    fn given_at(&self, i: usize) -> bool {
-        self.given & (1 << i) != 0
+        self.values
+            .iter()
+            .find(|(bit, _)| *bit == opt.bit)
+            .map(|(_, v)| *v)
     }
 }
 
@@ -92,59 +115,54 @@ pub enum OptionError<'a> {
 }
 
 /// Reads the options among `words(from)`, `words(from + 1)`, ... until the
-/// words end or one is a `stop` word (not taken). Answers what was found and
-/// the position of the first word not taken.
+/// words end or one is a `stop` word (not taken): those of `own` (a
+/// limiter's) and of `extra` (the command's). Answers what was found and the
+/// position of the first word not taken.
 pub fn read<'a>(
-    spec: &[Opt],
+    own: &[Opt],
+    extra: &[Opt],
     words: impl Fn(usize) -> Option<&'a [u8]>,
     from: usize,
     stop: impl Fn(&[u8]) -> bool,
 ) -> Result<(Found<'a>, usize), OptionError<'a>> {
     let mut found = Found {
         given: 0,
-        opts: [Opt::Flag(""); MAX_OPTS],
-        values: [&[]; MAX_OPTS],
+        values: [(0, &[]); MAX_VALUES],
         quantity: None,
     };
+    let spec = || own.iter().chain(extra);
     let mut at = from;
     while let Some(word) = words(at) {
         if stop(word) {
             break;
         }
         at += 1;
-        let named = spec.iter().position(|opt| match opt {
-            Opt::Flag(name) | Opt::Keyword(name) | Opt::Quantity(Some(name)) => {
-                word.eq_ignore_ascii_case(name.as_bytes())
-            }
-            Opt::Quantity(None) => false,
-        });
-        let bare = || spec.iter().position(|o| *o == Opt::Quantity(None));
-        let (i, opt) = match named.or_else(|| bare().filter(|_| looks_numeric(word))) {
-            Some(i) if i < MAX_OPTS => (i, spec.get(i).copied().unwrap_or(Opt::Flag(""))),
-            _ => return Err(OptionError::Unknown(word)),
+        let named = spec().find(|o| o.is_named(word));
+        let bare = || spec().find(|o| o.form == Form::Quantity);
+        let opt = match named.or_else(|| bare().filter(|_| looks_numeric(word))) {
+            Some(opt) => *opt,
+            None => return Err(OptionError::Unknown(word)),
         };
-        if found.given_at(i) {
-            return Err(OptionError::Twice(match opt {
-                Opt::Flag(name) | Opt::Keyword(name) | Opt::Quantity(Some(name)) => name,
-                Opt::Quantity(None) => "quantity",
-            }));
+        if found.has(opt) {
+            return Err(OptionError::Twice(opt.name));
         }
-        found.given |= 1 << i;
-        if let Some(slot) = found.opts.get_mut(i) {
-            *slot = opt;
-        }
-        match opt {
-            Opt::Flag(_) => {}
-            Opt::Keyword(name) => {
-                let value = words(at).ok_or(OptionError::NeedsValue(name))?;
+        found.given |= opt.bit;
+        match opt.form {
+            Form::Flag => {}
+            Form::Keyword => {
+                let value = words(at).ok_or(OptionError::NeedsValue(opt.name))?;
                 at += 1;
-                if let Some(slot) = found.values.get_mut(i) {
-                    *slot = value;
+                // Each keyword once, and no command has more than
+                // MAX_VALUES: a free slot is always there.
+                let slot = found.values.iter_mut().find(|(bit, _)| *bit == 0);
+                match slot {
+                    Some(slot) => *slot = (opt.bit, value),
+                    None => return Err(OptionError::Unknown(word)),
                 }
             }
-            Opt::Quantity(None) => found.quantity = Some(quantity(word)?),
-            Opt::Quantity(Some(name)) => {
-                let value = words(at).ok_or(OptionError::NeedsValue(name))?;
+            Form::Quantity => found.quantity = Some(quantity(word)?),
+            Form::NamedQuantity => {
+                let value = words(at).ok_or(OptionError::NeedsValue(opt.name))?;
                 at += 1;
                 found.quantity = Some(quantity(value)?);
             }
@@ -211,7 +229,7 @@ mod tests {
         spec: &[Opt],
         words: &'a [&'a [u8]],
     ) -> Result<(Found<'a>, usize), OptionError<'a>> {
-        read(spec, |i| words.get(i).copied(), 0, |_| false)
+        read(spec, &[], |i| words.get(i).copied(), 0, |_| false)
     }
 
     #[test]
@@ -226,6 +244,18 @@ mod tests {
         // The same option found wherever the command lists it.
         let (f, _) = read_all(&[MS, ALIGN], &[b"align"]).unwrap();
         assert!(f.has(ALIGN) && !f.has(MS));
+        // A limiter's own options, then the command's.
+        let words: &[&[u8]] = &[b"ms", b"2", b"approx"];
+        let (f, _) = read(
+            &[APPROX],
+            &[QUANTITY, MS],
+            |i| words.get(i).copied(),
+            0,
+            |_| false,
+        )
+        .unwrap();
+        assert!(f.has(APPROX) && f.has(MS) && !f.has(SHADOW));
+        assert_eq!(f.quantity, Some(2));
     }
 
     #[test]
@@ -256,10 +286,10 @@ mod tests {
         );
         // Without a quantity in the spec, a number is an unknown word.
         assert_eq!(
-            read_all(&[Opt::Flag("MS")], &[b"5"]).unwrap_err(),
+            read_all(&[MS], &[b"5"]).unwrap_err(),
             OptionError::Unknown(b"5")
         );
-        let named = &[Opt::Quantity(Some("QUANTITY")), Opt::Flag("MS")];
+        let named = &[NAMED_QUANTITY, MS];
         assert_eq!(
             read_all(named, &[b"quantity", b"4"]).unwrap().0.quantity,
             Some(4)
@@ -277,7 +307,7 @@ mod tests {
     #[test]
     fn stops_before_a_stop_word() {
         let words: &[&[u8]] = &[b"APPROX", b"SW", b"MS"];
-        let (f, at) = read(&[APPROX], |i| words.get(i).copied(), 0, |w| w == b"SW").unwrap();
+        let (f, at) = read(&[APPROX], &[], |i| words.get(i).copied(), 0, |w| w == b"SW").unwrap();
         assert!(f.has(APPROX));
         assert_eq!(at, 1);
     }

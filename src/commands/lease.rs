@@ -20,12 +20,9 @@ use crate::limiter;
 use crate::store::{Access, Arg, Key};
 use crate::types::LEASE_TYPE;
 use cell_core::lease::{Acquire, Leases, MAX_ID};
-use cell_core::options::{Opt, MS};
+use cell_core::options::{ID, MS};
 use cell_core::reply::millis_rounded_up;
 use redis_module::{raw, Context};
-
-/// `CC.ACQUIRE`'s lease id.
-const ID: Opt = Opt::Keyword("ID");
 
 pub fn acquire(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(4)?;

@@ -38,16 +38,13 @@ macro_rules! command {
                 keys: $crate::commands::Keys::$keys,
                 key_use: $crate::commands::KeyUse::$key_use,
                 role: $crate::commands::Role::$role,
-                subcommands: {
-                    #[allow(unused_variables)]
-                    let subcommands: &'static [$crate::commands::Subcommand] = &[];
-                    $(let subcommands = $subcommands;)?
-                    subcommands
-                },
+                subcommands: command!(@subcommands $($subcommands)?),
                 entry,
             }
         };
     };
+    (@subcommands) => { &[] };
+    (@subcommands $subcommands:expr) => { $subcommands };
 }
 
 pub(crate) mod docs;
@@ -313,16 +310,16 @@ fn unit(found: &Found) -> Unit {
     }
 }
 
-pub(super) const WRITE: &str = "write deny-oom fast";
+const WRITE: &str = "write deny-oom fast";
 /// Refunds and releases free what they touch (or keep its size): allowed
 /// under OOM.
-pub(super) const REFUND: &str = "write fast";
-pub(super) const READ: &str = "readonly fast";
+const REFUND: &str = "write fast";
+const READ: &str = "readonly fast";
 /// The lease commands walk the leases held (up to the largest `limit` their
 /// callers use): linear, so not `fast`.
-pub(super) const LEASE_WRITE: &str = "write deny-oom";
-pub(super) const LEASE_REFUND: &str = "write";
-pub(super) const LEASE_READ: &str = "readonly";
+const LEASE_WRITE: &str = "write deny-oom";
+const LEASE_REFUND: &str = "write";
+const LEASE_READ: &str = "readonly";
 
 /// Every command, in the order of registration; `GCRA` apart (opt-in).
 pub static ALL: &[&Command] = &[

@@ -14,10 +14,9 @@ use crate::handler::Reply;
 use crate::limiter::{self, Write};
 use crate::store::Access;
 use cell_core::gcra::{Decision, Reservation};
-use cell_core::options::{self, Opt};
+use cell_core::options::{self, Opt, MAXWAIT};
 use redis_module::Context;
 
-const MAXWAIT: Opt = Opt::Keyword("MAXWAIT");
 const OPTIONS: &[Opt] = &[options::QUANTITY, MAXWAIT, options::MS];
 
 pub fn reserve(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {

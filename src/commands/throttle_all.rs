@@ -377,12 +377,7 @@ fn starts_limiter(word: &[u8]) -> bool {
 
 /// The call's own options, which follow the last limiter.
 fn is_call_option(word: &[u8]) -> bool {
-    CALL.iter().any(|opt| match opt {
-        Opt::Flag(name) | Opt::Keyword(name) | Opt::Quantity(Some(name)) => {
-            word.eq_ignore_ascii_case(name.as_bytes())
-        }
-        Opt::Quantity(None) => false,
-    })
+    CALL.iter().any(|opt| opt.is_named(word))
 }
 
 /// The call's options, read with the last limiter's own.
@@ -402,7 +397,7 @@ fn parse_limiter<'a>(
     let words = |i: usize| args.bytes(i);
     let (named, found, next) = if is_policy(word) {
         let name = args.bytes(at + 1).ok_or(error::LIMITER_COUNT)?;
-        let (options, next) = options::read(extra, words, at + 2, stop)?;
+        let (options, next) = options::read(extra, &[], words, at + 2, stop)?;
         let found = policies::registry().lookup(name)?;
         call.trials |= found.trial.is_some();
         let named = Named {

@@ -12,13 +12,9 @@ use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::{Reply, Value};
 use crate::policies;
-use cell_core::options::Opt;
+use cell_core::options::{Opt, COUNT, POLICY, RESET, TRIAL};
 use redis_module::Context;
 
-const COUNT: Opt = Opt::Keyword("COUNT");
-const POLICY: Opt = Opt::Keyword("POLICY");
-const RESET: Opt = Opt::Flag("RESET");
-const TRIAL: Opt = Opt::Flag("TRIAL");
 const OPTIONS: &[Opt] = &[COUNT, POLICY, RESET, TRIAL];
 
 /// Keys answered without `COUNT`.
