@@ -29,7 +29,7 @@ for keys in 1000 10000000; do
       redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
       wait || true
       n=$(callgrind_annotate --inclusive=yes "$out/cg.out" 2>/dev/null |
-        awk '/commands::fw_incr \[/ { gsub(",", "", $1); print $1 }')
+        awk '/fixed::FW_INCR::entry \[/ { gsub(",", "", $1); print $1 }')
       printf '%-9s keys %-6s TZ %-14s %6d instructions per call\n' "$keys" "$unit" "$tz" $((n / calls))
       rm -rf "$out"
     done

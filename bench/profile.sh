@@ -45,14 +45,14 @@ run "FLOOR.ONE, 6 arguments" cell_floor::one FLOOR.ONE f:__rand_int__ 15 30 60 1
 run "FLOOR.TWO, 13 arguments" cell_floor::two \
   FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b' GCRA 15 30 60 FW 100 60 ALIGN
 run "FLOOR.TYPE, 4 arguments" cell_floor::typed FLOOR.TYPE ft:__rand_int__ 100 60
-run CL.THROTTLE commands::cl_throttle CL.THROTTLE cl:__rand_int__ 15 30 60 1
-run CL.PEEK commands::cl_peek CL.PEEK cl:__rand_int__ 15 30 60
-run CL.RESERVE commands::cl_reserve CL.RESERVE cr:__rand_int__ 15 30 60 MAXWAIT 1
-run "CL.THROTTLEALL GCRA + FW" commands::cl_throttleall \
+run CL.THROTTLE throttle::CL_THROTTLE::entry CL.THROTTLE cl:__rand_int__ 15 30 60 1
+run CL.PEEK throttle::CL_PEEK::entry CL.PEEK cl:__rand_int__ 15 30 60
+run CL.RESERVE reserve::CL_RESERVE::entry CL.RESERVE cr:__rand_int__ 15 30 60 MAXWAIT 1
+run "CL.THROTTLEALL GCRA + FW" throttle_all::CL_THROTTLEALL::entry \
   CL.THROTTLEALL 2 '{t:__rand_int__}:a' '{t:__rand_int__}:b' GCRA 15 30 60 FW 100 60 ALIGN
-run SW.ALLOW commands::sw_allow SW.ALLOW sw:__rand_int__ 100 60
-run "SW.ALLOW APPROX" commands::sw_allow SW.ALLOW sa:__rand_int__ 100 60 APPROX
-run FW.INCR commands::fw_incr FW.INCR fw:__rand_int__ 100 60
+run SW.ALLOW sliding::SW_ALLOW::entry SW.ALLOW sw:__rand_int__ 100 60
+run "SW.ALLOW APPROX" sliding::SW_ALLOW::entry SW.ALLOW sa:__rand_int__ 100 60 APPROX
+run FW.INCR fixed::FW_INCR::entry FW.INCR fw:__rand_int__ 100 60
 run "Lua INCR+EXPIRE fixed window" evalShaCommand EVALSHA "$fixed" 1 lf:__rand_int__ 100 60 1
 redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
 wait || true
