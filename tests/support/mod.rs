@@ -110,7 +110,7 @@ fn shim_path() -> PathBuf {
         let status = Command::new("cc")
             .args(["-shared", "-fPIC", "-O2", "-o"])
             .arg(&tmp)
-            .arg(root().join("tests/support/faketime.c"))
+            .arg(root().join("testkit/faketime.c"))
             .status()
             .expect("a C compiler (cc) is needed to build the test clock");
         assert!(status.success(), "building the test clock failed");
