@@ -31,7 +31,7 @@ class TwinScripts(BuildHookInterface[BuilderConfig]):
             if missing:
                 raise RuntimeError(
                     f"this sdist of redis-cell lacks {', '.join(missing)} in {target}: "
-                    "it was not built by its hatch_build.py"
+                    "its build copies them from the repository's functions/"
                 )
         else:
             functions = root.parent.parent / "functions"
@@ -43,7 +43,8 @@ class TwinScripts(BuildHookInterface[BuilderConfig]):
                         "repository (run functions/build) or from its sdist"
                     )
                 copy(source, target / name)
-        # The copies are ignored by git, and so by hatchling's file selection.
+        # Ignored by git (.gitignore), so hatchling's file selection would
+        # leave them out: artifacts are built in all the same.
         build_data["artifacts"].extend((PACKAGE_LUA / name).as_posix() for name in SCRIPTS)
 
 
