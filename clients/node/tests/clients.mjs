@@ -62,7 +62,7 @@ export function clientsInUse() {
  */
 export async function engines() {
   const out = [{ engine: "module", server: await startServer() }];
-  if (hasFunctions()) {
+  if (await hasFunctions()) {
     const server = await startServer({ module: false });
     const { client, close } = await CLIENTS.ioredis.single(server.port);
     await loadFunctions(client);
@@ -72,7 +72,7 @@ export async function engines() {
   return out;
 }
 
-/** The module's cluster and the twin's, started side by side (a cluster's start is mostly waiting). */
+/** The module's cluster and the twin's (where the server has Functions); neither is left running if one fails. */
 export async function clusters() {
   const twin = async () => {
     const cluster = await startCluster({ module: false });
@@ -83,7 +83,7 @@ export async function clusters() {
   };
   const started = await Promise.allSettled([
     startCluster().then((cluster) => ({ engine: "module", cluster })),
-    ...(hasFunctions() ? [twin()] : []),
+    ...((await hasFunctions()) ? [twin()] : []),
   ]);
   const failed = started.find((r) => r.status === "rejected");
   if (failed) {

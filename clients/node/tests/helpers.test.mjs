@@ -112,7 +112,7 @@ test("a server with neither engine gets an error naming both; an explicit engine
       assert.match(e.message, /loadFunctions/);
       return true;
     });
-    if (hasFunctions()) {
+    if (await hasFunctions()) {
       await loadFunctions(client);
       assert.equal(await detectEngine(client), "functions");
       // A user that may not call COMMAND: detection says so, an explicit engine works.

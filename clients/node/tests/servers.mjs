@@ -1,69 +1,106 @@
-// Test servers on loopback: one redis-server (with or without the module),
-// or a three-master cluster, each on a free port, killed at exit.
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, createConnection } from "node:net";
-import { tmpdir } from "node:os";
+// Test servers on loopback, started by the test kit: one `testkit serve`
+// child per test process, asked one request a line on its stdin, answering
+// one JSON line each on its stdout (testkit/src/serve.rs). When this
+// process ends, its stdin closes and the kit kills every server it started.
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createConnection } from "node:net";
 import { join, dirname } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-export const MODULE = process.env.REDIS_CELL_MODULE ?? join(repo, "target", "release", "libredis_cell.so");
-/** The server binary: REDIS_SERVER (the entry script sets it per server of the matrix). */
-export const SERVER = process.env.REDIS_SERVER ?? "/usr/bin/redis-server";
-export const SERVER_NAME = process.env.REDIS_SERVER_NAME ?? "redis-7.0";
+/** The kit's binary: TESTKIT (the entry script sets it), else the debug build. */
+const TESTKIT = process.env.TESTKIT ?? join(repo, "target", "debug", "testkit");
 
-const children = new Set();
-process.on("exit", () => {
-  for (const c of children) c.kill("SIGKILL");
-});
+let kit;
 
-function bindable(port) {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once("error", () => resolve(false));
-    s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)));
+/** Starts the kit's child: `{ child, waiting, gone }`. */
+function startKit() {
+  if (!existsSync(TESTKIT)) throw new Error(`no test kit at ${TESTKIT} (cargo build -p testkit)`);
+  const child = spawn(TESTKIT, ["serve"], { stdio: ["pipe", "pipe", "pipe"] });
+  // Answers come in the order of the requests.
+  const k = { child, waiting: [], gone: undefined };
+  let stderr = "";
+  const fail = (e) => {
+    k.gone = e;
+    for (const w of k.waiting.splice(0)) w.reject(e);
+  };
+  child.once("error", (e) => fail(new Error(`${TESTKIT} serve: ${e.message}`)));
+  child.stdin.on("error", (e) => fail(new Error(`${TESTKIT} serve: ${e.message}: ${stderr}`)));
+  child.stderr.on("data", (d) => (stderr += d));
+  child.once("close", (code, signal) => fail(new Error(`${TESTKIT} serve ended (${signal ?? code}): ${stderr}`)));
+  createInterface({ input: child.stdout }).on("line", (line) => {
+    const w = k.waiting.shift();
+    if (!w) return fail(new Error(`${TESTKIT} serve answered what was not asked: ${line}`));
+    const answer = JSON.parse(line);
+    if (answer.error !== undefined) w.reject(new Error(`${w.request}: ${answer.error}`));
+    else w.resolve(answer);
+    // The kit keeps this process alive only while it owes an answer.
+    if (k.waiting.length === 0) child.stdout.unref();
+  });
+  child.unref();
+  child.stdin.unref();
+  child.stdout.unref();
+  child.stderr.unref();
+  return k;
+}
+
+/** One request to the kit: its answer, or an error with the kit's text (the server's log). */
+function ask(...words) {
+  kit ??= startKit();
+  if (kit.gone) return Promise.reject(kit.gone);
+  const request = words.join(" ");
+  return new Promise((resolve, reject) => {
+    kit.waiting.push({ request, resolve, reject });
+    kit.child.stdout.ref();
+    kit.child.stdin.write(`${request}\n`);
   });
 }
+
+/** The kit's `stop ID`, asked once for each id (a restarted server keeps its id). */
+const stops = new Map();
+function stopper(id) {
+  return () => {
+    if (!stops.has(id)) stops.set(id, ask("stop", String(id)));
+    return stops.get(id);
+  };
+}
+
+/** A server of the kit's answer: `{ port, url, stop, restart }`. */
+function server(answer) {
+  const { id, port } = answer;
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    stop: stopper(id),
+    /**
+     * Kills the server and starts it again on the same port and directory,
+     * as a crash and a restart without persistence do: every key and
+     * function is gone.
+     */
+    restart: async () => server(await ask("restart", String(id))),
+  };
+}
+
+/** The kit's options for a server with or without the module. */
+const options = (module) => (module ? [] : ["--no-module"]);
 
 /**
- * A loopback port that is free now, in 10000..20000, below the kernel's
- * ephemeral range (32768..60999 here) where clients' own connections take
- * ports; for a cluster node its bus port (+10000, in 20000..30000) is free
- * too. Another process may still take it before the server binds: the
- * caller starts again on another port when that happens.
+ * Starts a server (REDIS_SERVER, the entry script's server of the matrix);
+ * `module: false` starts it without redis-cell (the twin's case). Fails
+ * loudly, with the server's log, if it does not come up or the module did
+ * not load.
  */
-export async function freePort({ cluster = false } = {}) {
-  for (;;) {
-    const port = 10_000 + Math.floor(Math.random() * 10_000);
-    if ((await bindable(port)) && (!cluster || (await bindable(port + 10_000)))) return port;
-  }
+export async function startServer({ module = true } = {}) {
+  return server(await ask("server", ...options(module)));
 }
 
-/** The server's major.minor, from --version (Valkey reports its own). */
-export function serverVersion(bin = SERVER) {
-  const out = execFileSync(bin, ["--version"]).toString();
-  const m = /v=(\d+)\.(\d+)/.exec(out);
-  if (!m) throw new Error(`cannot read the version of ${bin}: ${out}`);
-  return { major: Number(m[1]), minor: Number(m[2]), valkey: /valkey/i.test(out) };
-}
-
-/** Functions (the twin) need Redis 7.0+ or Valkey. */
-export function hasFunctions(bin = SERVER) {
-  const v = serverVersion(bin);
-  return v.valkey || v.major >= 7;
-}
-
-function ping(port) {
-  return new Promise((resolve) => {
-    const c = createConnection({ host: "127.0.0.1", port });
-    c.once("error", () => resolve(false));
-    c.once("connect", () => c.write("PING\r\n"));
-    c.once("data", (d) => {
-      c.destroy();
-      resolve(d.toString().startsWith("+PONG"));
-    });
-  });
+/** A cluster of three masters on loopback, slots split evenly in order. */
+export async function startCluster({ module = true } = {}) {
+  const answer = await ask("cluster", "3", ...options(module));
+  const nodes = answer.nodes.map(server);
+  return { nodes, ports: answer.ports, stop: stopper(answer.id) };
 }
 
 /** Raw commands for setup (no client library): returns the first reply line. */
@@ -83,111 +120,32 @@ export function raw(port, ...args) {
   });
 }
 
+let version;
+
 /**
- * Starts a server; `module: false` starts it without redis-cell (the twin's
- * case). Fails loudly if it does not answer within 30 s or the module did
- * not load; if its port was taken between the check and its bind, starts
- * again on another port (up to five times).
+ * The server's major.minor as it reports itself (INFO server: Valkey's own
+ * version, not the Redis version it claims to be compatible with), read
+ * once from a server started for it.
  */
-export async function startServer({ module = true, cluster = false, bin = SERVER } = {}) {
-  for (let attempt = 1; ; attempt++) {
-    const started = await spawnServer({ module, cluster, bin, port: await freePort({ cluster }) });
-    if (started.server) return started.server;
-    if (attempt === 5 || !/already in use/i.test(started.log)) {
-      throw new Error(`${bin} did not start on port ${started.port}${module ? ` with ${MODULE}` : ""}: ${started.log}`);
+export function serverVersion() {
+  version ??= (async () => {
+    const s = await startServer({ module: false });
+    try {
+      const info = await raw(s.port, "INFO", "server");
+      const field = (name) => new RegExp(`^${name}:(\\d+)\\.(\\d+)`, "m").exec(info);
+      const valkey = field("valkey_version");
+      const m = valkey ?? field("redis_version");
+      if (!m) throw new Error(`no version in INFO server: ${info}`);
+      return { major: Number(m[1]), minor: Number(m[2]), valkey: valkey !== null };
+    } finally {
+      await s.stop();
     }
-  }
+  })();
+  return version;
 }
 
-/** One start on `port`: `{ server }`, or `{ port, log }` if it exited or did not answer. */
-async function spawnServer({ module, cluster, bin, port }) {
-  const dir = mkdtempSync(join(tmpdir(), "cell-node-"));
-  const args = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir];
-  if (module) args.push("--loadmodule", MODULE);
-  if (cluster) args.push("--cluster-enabled", "yes", "--cluster-config-file", join(dir, "nodes.conf"));
-  // The server logs to stdout, and reports a refused configuration on stderr.
-  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
-  children.add(child);
-  let log = "";
-  child.stdout.on("data", (d) => (log += d));
-  child.stderr.on("data", (d) => (log += d));
-  let exited = false;
-  child.once("exit", () => (exited = true));
-  const stop = () => {
-    child.kill("SIGKILL");
-    children.delete(child);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  // A bound for a hung start, not a timing: a loaded CI machine once took
-  // over 10 s to bring a cluster node up.
-  const deadline = Date.now() + 30_000;
-  while (!(await ping(port))) {
-    if (exited || Date.now() > deadline) {
-      stop();
-      return { port, log };
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  // Another process's server may answer on a port ours could not bind.
-  const identity = await raw(port, "INFO", "server");
-  if (exited || !identity.includes(`process_id:${child.pid}\r\n`)) {
-    stop();
-    return { port, log: `${log}\nport ${port} already in use by another server` };
-  }
-  // Only what the server printed while starting is kept; the rest is dropped.
-  child.stdout.removeAllListeners("data");
-  child.stdout.resume();
-  if (module) {
-    const info = await raw(port, "COMMAND", "INFO", "CL.THROTTLE");
-    if (info.startsWith("*1\r\n*-1") || info.startsWith("*1\r\n$-1")) {
-      stop();
-      throw new Error(`the module did not load on port ${port}`);
-    }
-  }
-  /**
-   * Kills the server and starts a fresh one on the same port, as a crash
-   * and a restart without persistence do: every key and function is gone.
-   */
-  async function restart() {
-    child.kill("SIGKILL");
-    await new Promise((r) => (exited ? r() : child.once("exit", r)));
-    stop();
-    const again = await spawnServer({ module, cluster, bin, port });
-    if (!again.server) throw new Error(`${bin} did not start again on port ${port}: ${again.log}`);
-    return again.server;
-  }
-  return { server: { port, url: `redis://127.0.0.1:${port}`, stop, restart } };
-}
-
-/** A cluster of three masters on loopback, slots split evenly. */
-export async function startCluster({ module = true, bin = SERVER } = {}) {
-  const nodes = await Promise.all([0, 1, 2].map(() => startServer({ module, cluster: true, bin })));
-  const ranges = [
-    [0, 5460],
-    [5461, 10922],
-    [10923, 16383],
-  ];
-  for (let i = 0; i < 3; i++) {
-    const slots = [];
-    for (let s = ranges[i][0]; s <= ranges[i][1]; s++) slots.push(s);
-    await raw(nodes[i].port, "CLUSTER", "ADDSLOTS", ...slots);
-  }
-  // Every node meets every other: none waits for gossip to learn of the third.
-  for (let i = 0; i < 3; i++) {
-    for (let j = i + 1; j < 3; j++) await raw(nodes[i].port, "CLUSTER", "MEET", "127.0.0.1", nodes[j].port);
-  }
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const states = await Promise.all(nodes.map((n) => raw(n.port, "CLUSTER", "INFO")));
-    if (states.every((s) => s.includes("cluster_state:ok") && s.includes("cluster_known_nodes:3"))) break;
-    if (Date.now() > deadline) throw new Error(`the cluster did not come up: ${states.join("\n")}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    nodes,
-    ports: nodes.map((n) => n.port),
-    stop() {
-      for (const n of nodes) n.stop();
-    },
-  };
+/** Functions (the twin) need Redis 7.0+ or Valkey. */
+export async function hasFunctions() {
+  const v = await serverVersion();
+  return v.valkey || v.major >= 7;
 }
