@@ -252,7 +252,8 @@ impl Server {
         *self = fresh;
     }
 
-    fn kill(&mut self) {
+    /// Kills the server (its directory stays until it is dropped).
+    pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

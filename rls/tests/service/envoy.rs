@@ -4,15 +4,13 @@
 //! `examples/config/edge.yaml` as written (the docs show the same files),
 //! with free loopback ports in place of the example's.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 fn envoy_binary() -> PathBuf {
     let p = std::env::var("ENVOY_BIN")

@@ -2,13 +2,11 @@
 //! rules, validation and reload, stats, shadow mode, replaces, unlimited,
 //! overrides, quota mode and the extensions.
 
-mod support;
-
 use std::time::Duration;
 
+use crate::support::*;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
 use envoy_types::pb::google::protobuf::UInt64Value;
-use support::*;
 
 const CONFIG: &str = r#"
 domain: api

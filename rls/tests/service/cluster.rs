@@ -2,12 +2,7 @@
 //! spread over the slots; all-or-nothing requests use the domain's hash tag
 //! so that one CL.THROTTLEALL covers their keys.
 
-mod support;
-
-use std::process::Command;
-use std::time::Duration;
-
-use support::*;
+use crate::support::*;
 
 const CONFIG: &str = r#"
 domain: c
@@ -22,39 +17,7 @@ descriptors:
 "#;
 
 fn cluster() -> Vec<Redis> {
-    let nodes: Vec<Redis> = (0..3)
-        .map(|_| {
-            let conf = tempdir("nodes").join("nodes.conf");
-            Redis::start_with(&[
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                conf.to_str().unwrap(),
-            ])
-        })
-        .collect();
-    let mut args = vec!["--cluster".to_string(), "create".into()];
-    args.extend(nodes.iter().map(|n| n.url()));
-    args.extend([
-        "--cluster-replicas".into(),
-        "0".into(),
-        "--cluster-yes".into(),
-    ]);
-    let out = Command::new("redis-cli")
-        .args(&args)
-        .output()
-        .expect("redis-cli --cluster create");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    for n in &nodes {
-        wait_until("cluster_state:ok", Duration::from_secs(20), || {
-            n.cmd(&["CLUSTER", "INFO"]).contains("cluster_state:ok")
-        });
-    }
-    nodes
+    Redis::cluster()
 }
 
 fn total(nodes: &[Redis], key: &str) -> i64 {

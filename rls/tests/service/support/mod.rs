@@ -1,10 +1,9 @@
 //! Test harness: a real redis-server with the module on a free loopback
 //! port, the service as a child process, a gRPC client, plain HTTP. Every
 //! process is killed on drop; every wait is bounded and fails loudly.
-#![allow(dead_code)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,52 +22,10 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-pub fn module_path() -> PathBuf {
-    let p = std::env::var("REDIS_CELL_MODULE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| repo_root().join("target/release/libredis_cell.so"));
-    assert!(
-        p.is_file(),
-        "module not found at {} (cargo build --release, or set REDIS_CELL_MODULE)",
-        p.display()
-    );
-    p
-}
-
-pub fn server_path() -> PathBuf {
-    let p = PathBuf::from(
-        std::env::var("REDIS_SERVER").unwrap_or_else(|_| "/usr/bin/redis-server".into()),
-    );
-    assert!(
-        p.is_file(),
-        "redis server not found at {} (set REDIS_SERVER)",
-        p.display()
-    );
-    p
-}
-
+/// A port for the service, Envoy or a listener of a test: the test kit's
+/// one rule (below the kernel's range for outgoing connections).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A port for a cluster node, free now with its bus port (+10000): in
-/// 10000..20000, below the kernel's ephemeral range, so that the bus port
-/// is a valid port and not one of the clients' own connections.
-fn free_cluster_port() -> u16 {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos()
-        ^ std::process::id().wrapping_mul(2_654_435_761);
-    let free = |p: u16| TcpListener::bind(("127.0.0.1", p)).is_ok();
-    (0..10_000u32)
-        .map(|i| 10_000 + ((seed.wrapping_add(i.wrapping_mul(7_919))) % 10_000) as u16)
-        .find(|&p| free(p) && free(p + 10_000))
-        .expect("no free port for a cluster node in 10000..20000")
+    testkit::free_port()
 }
 
 pub fn tempdir(tag: &str) -> PathBuf {
@@ -93,11 +50,11 @@ pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     panic!("timed out after {timeout:?} waiting for {what}");
 }
 
+/// A server with the module, started by the test kit (`$REDIS_SERVER`,
+/// `$REDIS_CELL_MODULE`), killed when dropped.
 pub struct Redis {
     pub port: u16,
-    child: Child,
-    pub dir: PathBuf,
-    extra: Vec<String>,
+    kit: testkit::Server,
 }
 
 impl Redis {
@@ -105,86 +62,36 @@ impl Redis {
         Redis::start_with(&[])
     }
 
-    pub fn start_with(extra: &[&str]) -> Redis {
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let dir = tempdir("redis");
-        // A port found free may be taken before the server binds it (by
-        // another test's connection): try another.
-        let mut last = String::new();
-        let cluster = extra.iter().any(|a| a == "--cluster-enabled");
-        for _ in 0..3 {
-            let port = if cluster {
-                free_cluster_port()
-            } else {
-                free_port()
-            };
-            match Redis::try_start(port, dir.clone(), extra.clone()) {
-                Ok(r) => return r,
-                Err(e) => last = e,
-            }
-        }
-        panic!("redis-server did not start: {last}");
+    /// A server with extra `--name value` configuration.
+    pub fn start_with(config: &[&str]) -> Redis {
+        Redis::from_kit(testkit::Server::start(spec(config)))
     }
 
-    fn start_on(port: u16, dir: PathBuf, extra: Vec<String>) -> Redis {
-        let mut last = String::new();
-        for _ in 0..5 {
-            match Redis::try_start(port, dir.clone(), extra.clone()) {
-                Ok(r) => return r,
-                Err(e) => last = e,
-            }
-            std::thread::sleep(Duration::from_millis(300));
+    fn from_kit(kit: testkit::Server) -> Redis {
+        assert!(
+            kit.spec.modules.iter().all(|(m, _)| m.is_file()),
+            "module not found at {:?} (cargo build --release, or set REDIS_CELL_MODULE)",
+            kit.spec.modules
+        );
+        Redis {
+            port: kit.port,
+            kit,
         }
-        panic!("redis-server did not start on port {port}: {last}");
     }
 
-    fn try_start(port: u16, dir: PathBuf, extra: Vec<String>) -> Result<Redis, String> {
-        let log = dir.join(format!("redis-{port}.log"));
-        let mut cmd = Command::new(server_path());
-        cmd.args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--dir",
-        ])
-        .arg(&dir)
-        .arg("--loadmodule")
-        .arg(module_path())
-        .args(&extra)
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::null());
-        let child = cmd.spawn().expect("start redis-server");
-        let mut r = Redis {
-            port,
-            child,
-            dir,
-            extra,
-        };
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(10) {
-            if let Ok(Some(status)) = r.child.try_wait() {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
-                std::mem::forget(r);
-                return Err(format!("exited with {status}: {text}"));
-            }
-            let ready = r
-                .try_cmd(&["COMMAND", "INFO", "CL.THROTTLEALL"])
-                .map(|s| s.contains("throttleall"))
-                .unwrap_or(false);
-            // The server answering must be ours, not another test's.
-            if ready
-                && r.cmd(&["CONFIG", "GET", "dir"])
-                    .contains(&r.dir.to_string_lossy().to_lowercase())
-            {
-                return Ok(r);
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        r.stop();
-        Err("not ready with the module within 10 s".into())
+    /// A three-master cluster, the slots split evenly.
+    pub fn cluster() -> Vec<Redis> {
+        testkit::cluster(&spec(&[]), 3)
+            .into_iter()
+            .map(Redis::from_kit)
+            .collect()
+    }
+
+    /// A server made a replica of `master`, its link up.
+    pub fn replica_of(master: &Redis) -> Redis {
+        let replica = Redis::start();
+        replica.kit.replicate(master.port);
+        replica
     }
 
     /// A command sender for any server on `port` (a sentinel, say).
@@ -218,23 +125,25 @@ impl Redis {
     }
 
     pub fn stop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kit.kill();
     }
 
     /// Starts the server again on the same port, with the same data dir.
     pub fn restart(&mut self) {
-        self.stop();
-        let fresh = Redis::start_on(self.port, self.dir.clone(), self.extra.clone());
-        let old = std::mem::replace(self, fresh);
-        std::mem::forget(old);
+        self.kit.restart();
     }
 }
 
-impl Drop for Redis {
-    fn drop(&mut self) {
-        self.stop();
+/// The test kit's spec for a server with the module and `config`, given as
+/// `--name value` words.
+fn spec(config: &[&str]) -> testkit::Spec {
+    assert!(config.len() % 2 == 0, "not --name value pairs: {config:?}");
+    let mut spec = testkit::Spec::default();
+    for pair in config.chunks(2) {
+        let name = pair[0].strip_prefix("--").expect("a --name");
+        spec = spec.config(name, pair[1]);
     }
+    spec
 }
 
 /// Sends one command (RESP) to a server on loopback; answers the raw reply, lowercased.

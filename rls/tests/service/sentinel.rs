@@ -2,46 +2,25 @@
 //! sentinel; after a failover the service finds the new master by itself
 //! and the counts replicated before it are kept.
 
-mod support;
-
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 const CONFIG: &str =
     "domain: s\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1000}\n";
 
-struct Sentinel(Child, u16);
-
-impl Drop for Sentinel {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn sentinel(master_port: u16) -> Sentinel {
-    let port = free_port();
-    let dir = tempdir("sentinel");
-    let conf = dir.join("sentinel.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "port {port}\nbind 127.0.0.1\ndir {}\nsentinel monitor m 127.0.0.1 {master_port} 1\nsentinel down-after-milliseconds m 1000\nsentinel failover-timeout m 5000\n",
-            dir.display()
-        ),
-    )
-    .unwrap();
-    let child = Command::new(server_path())
-        .arg(&conf)
-        .arg("--sentinel")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start sentinel");
-    let s = Sentinel(child, port);
-    let probe = Redis::probe(port);
+/// A sentinel watching `master_port` as `m`, once it sees the replica.
+fn sentinel(master_port: u16) -> testkit::Sentinel {
+    let s = testkit::Sentinel::start(
+        &testkit::server_binary(),
+        master_port,
+        "m",
+        &[
+            "down-after-milliseconds m 1000".into(),
+            "failover-timeout m 5000".into(),
+        ],
+    );
+    let probe = Redis::probe(s.port);
     wait_until("sentinel sees the replica", Duration::from_secs(20), || {
         probe(&["SENTINEL", "REPLICAS", "m"])
             .map(|r| r.contains("slave"))
@@ -59,7 +38,7 @@ fn master_port(sentinel_port: u16) -> Option<u16> {
 async fn failover_to_the_replica() {
     not_near_hour_end();
     let master = Redis::start();
-    let replica = Redis::start_with(&["--replicaof", "127.0.0.1", &master.port.to_string()]);
+    let replica = Redis::replica_of(&master);
     wait_until("replica in sync", Duration::from_secs(20), || {
         replica
             .cmd(&["INFO", "replication"])
@@ -67,7 +46,7 @@ async fn failover_to_the_replica() {
     });
     let s = sentinel(master.port);
     let rls = Rls::start(
-        &format!("m,127.0.0.1:{}", s.1),
+        &format!("m,127.0.0.1:{}", s.port),
         &[("s.yaml", CONFIG)],
         &[("REDIS_TYPE", "SENTINEL")],
     );
@@ -87,9 +66,9 @@ async fn failover_to_the_replica() {
         replica.get_int(&key) == 5
     });
 
-    Redis::probe(s.1)(&["SENTINEL", "FAILOVER", "m"]).unwrap();
+    Redis::probe(s.port)(&["SENTINEL", "FAILOVER", "m"]).unwrap();
     wait_until("the replica promoted", Duration::from_secs(30), || {
-        master_port(s.1) == Some(replica.port)
+        master_port(s.port) == Some(replica.port)
     });
     wait_until("the replica is a master", Duration::from_secs(30), || {
         replica.cmd(&["ROLE"]).contains("master")

@@ -3,12 +3,10 @@
 //! per-second Redis, rules past the module's bounds, `is_negative_hits`.
 //! Against the built service and a real server with the module.
 
-mod support;
-
+use crate::support::*;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse;
 use envoy_types::pb::google::protobuf::UInt64Value;
-use support::*;
 
 fn codes(r: &RateLimitResponse) -> Vec<i32> {
     r.statuses.iter().map(|s| s.code).collect()

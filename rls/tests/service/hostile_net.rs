@@ -2,16 +2,14 @@
 //! and malformed `/json` bodies: it keeps serving, with the last good
 //! configuration, bounded descriptors and bounded stats.
 
-mod support;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::google::protobuf::UInt64Value;
-use support::*;
 
 const ONE: &str =
     "domain: net\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n";

@@ -1,11 +1,9 @@
 //! docs/rls.md shows the example files exactly as the end-to-end test
 //! runs them.
 
-mod support;
-
 #[test]
 fn the_docs_show_the_tested_files() {
-    let root = support::repo_root();
+    let root = crate::support::repo_root();
     let doc = std::fs::read_to_string(root.join("docs/rls.md")).unwrap();
     let blocks: Vec<&str> = doc
         .split("```yaml\n")

@@ -2,13 +2,11 @@
 //! is down, reconnects by itself, and no count Redis acknowledged is lost
 //! (AOF with fsync always, the server killed with SIGKILL).
 
-mod support;
-
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use support::*;
+use crate::support::*;
 
 const CONFIG: &str = "domain: r\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 100000}\n";
 
