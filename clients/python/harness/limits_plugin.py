@@ -165,14 +165,14 @@ def _redis_cluster_client() -> Any:
 def _redis_uds_client() -> Any:
     if "socket" not in CONFIG:
         raise RuntimeError("this harness run has no unix socket")
-    return redis.from_url(f"unix://{CONFIG['socket']}")
+    return redis.Redis.from_url(f"unix://{CONFIG['socket']}")
 
 
 @pytest.fixture(scope="session", name="redis_sentinel_client")
 def _redis_sentinel_client() -> Any:
     if "sentinel" not in CONFIG:
         raise RuntimeError("this harness run has no sentinel")
-    return redis.sentinel.Sentinel([("localhost", CONFIG["sentinel"])])
+    return redis.sentinel.Sentinel([("localhost", CONFIG["sentinel"])])  # type: ignore[no-untyped-call]
 
 
 _REPLACED = {
@@ -204,7 +204,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         (keep if "fixture" in params and "uri" in params else drop).append(item)

@@ -58,6 +58,6 @@ def _guarded_sendto(self: socket.socket, data: Any, *args: Any) -> int:
 
 
 def install() -> None:
-    socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
-    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+    socket.socket.connect = _guarded_connect  # type: ignore[method-assign,assignment]
+    socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign,assignment]
     socket.socket.sendto = _guarded_sendto  # type: ignore[method-assign,assignment]
