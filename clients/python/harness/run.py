@@ -3,12 +3,13 @@ summary line; exits non-zero on any failure.
 
 Usage (from clients/python/test): run.py REPO VENV_PYTHON SUITES_DIR WORK_DIR
 
-The servers come from ``scripts/servers``, the module from
-``REDIS_CELL_MODULE``. Per server of the matrix: a server with the module, one
-without it (the Functions twin loaded, or the EVAL twin where there are no
-functions), a three-master cluster with the module, and sentinels watching
-servers with the module. The runs (pytest processes, several at once, each
-on its own ports):
+The servers come from ``scripts/servers`` (``PYTHON_SERVERS``, names separated
+by spaces or commas, keeps some of them), the module from
+``REDIS_CELL_MODULE``; the test kit starts them (``servers.py``). Per server
+of the matrix: a server with the module, one without it (the Functions twin
+loaded, or the EVAL twin where there are no functions), a three-master
+cluster with the module, and sentinels watching servers with the module. The
+runs (pytest processes, several at once, each on its own ports):
 
 - our own tests, on every server;
 - limits' suites for ``rediscell://`` beside limits' own ``redis://``, on the
@@ -38,15 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from servers import (
-    Sentinel,
-    Server,
-    form_cluster,
-    has_functions,
-    start,
-    start_sentinel,
-    start_tls,
-)
+from servers import close, has_functions, start, start_cluster, start_sentinel, start_tls
 
 # limits' tests that fail for limits' own Redis storage on this two-core
 # machine under load (their windows are a few hundred ms wide, or the test
@@ -228,28 +221,29 @@ def main() -> int:
     ).stdout.split("\n")
     servers = [line.split(" ", 1) for line in matrix if line.strip()]
     names = [n for n, _ in servers]
+    chosen = os.environ.get("PYTHON_SERVERS", "").replace(",", " ").split()
+    if unknown := [n for n in chosen if n not in names]:
+        print(f"PYTHON_SERVERS names no server of the matrix: {' '.join(unknown)} (of {names})")
+        return 1
+    if chosen:
+        servers = [s for s in servers if s[0] in chosen]
+        names = [n for n, _ in servers]
     logs = work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     harness = str(Path(__file__).resolve().parent)
     limits_dir = next(suites.glob("limits-*"))
     flask_dir = next(suites.glob("flask_limiter-*"))
 
-    started: list[Server | Sentinel] = []
     tls_servers: list[str] = []
     jobs: list[Job] = []
     own: list[Job] = []
     try:
         for name, binary in servers:
-            root = work / "servers"
             # Each suite flushes its server: runs at the same time get their own.
-            with_module, second, third, fourth = start(binary, 4, root, module, cluster=False)
-            started += [with_module, second, third, fourth]
-            (without,) = start(binary, 1, root, None, cluster=False)
-            started.append(without)
-            cluster = start(binary, 3, root, module, cluster=True)
-            started += cluster
+            with_module, second, third, fourth = start(binary, 4, module, unixsocket=True)
+            (without,) = start(binary, 1, None)
+            cluster = start_cluster(binary, 3, module)
             base = with_module.port
-            form_cluster(cluster)
             if has_functions(without):
                 sys.path.insert(0, str(repo / "clients/python"))
                 import redis_cell
@@ -258,9 +252,8 @@ def main() -> int:
                 twin_engine = "functions"
             else:
                 twin_engine = "eval"
-            sentinel = start_sentinel(binary, root, with_module, "cell")
-            started.append(sentinel)
-            tls = start_tls(binary, root, module)
+            sentinel = start_sentinel(with_module, "cell")
+            tls = start_tls(binary, module)
             ports = [s.port for s in cluster]
             own_env = {
                 "CELL_SERVER": name,
@@ -275,7 +268,6 @@ def main() -> int:
                 "CELL_SERVER_BINARY": binary,
             }
             if tls:
-                started.append(tls)
                 tls_servers.append(name)
                 own_env["CELL_TLS_PORT"] = str(tls.tls_port)
                 own_env["CELL_TLS_PLAIN_PORT"] = str(tls.port)
@@ -328,8 +320,7 @@ def main() -> int:
                 limits_job("cluster", {"mode": "cluster", "ports": ports}, LIMITS_FILES, "redispy")
             if name in ("redis-6.2", "valkey-8.1"):
                 # limits' unix-socket and sentinel storages, ours in their place.
-                watcher = start_sentinel(binary, root, fourth, "mymaster")
-                started.append(watcher)
+                watcher = start_sentinel(fourth, "mymaster")
                 transports = {
                     "mode": "transports",
                     "socket": str(fourth.socket),
@@ -363,8 +354,7 @@ def main() -> int:
             if job.failed:
                 retry_job(job, python, logs)
     finally:
-        for s in started:
-            s.stop()
+        close()
 
     bad = [j for j in done if not j.ok]
     for j in done:

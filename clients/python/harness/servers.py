@@ -1,256 +1,169 @@
-"""Servers the harness starts on loopback ports: one with the module, one
-without it (for the twin), three masters of a cluster with the module,
-sentinels, and a server with the module on TLS where the binary has TLS. A
-server that does not answer fails the run with its log."""
+"""Servers for the harness and our tests, started by the test kit: one
+``testkit serve`` child per process (see testkit/src/serve.rs), started on
+first use, that owns the ports, the readiness, the cluster's forming, the
+sentinels and TLS, and kills everything it started when this process ends
+(its standard input closes). The objects here are views on its answers. A
+request the kit cannot serve raises with its answer, which carries the
+server's log."""
 
 from __future__ import annotations
 
-import random
-import shutil
-import socket
+import atexit
+import json
+import os
 import subprocess
-import time
-from collections.abc import Callable
+import threading
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import redis
 
+REPO = Path(__file__).resolve().parents[3]
 
-class _Process:
-    """A server process the harness started: ``wait`` until it is ready
-    (``ready``), ``stop`` it."""
 
-    port: int
-    process: subprocess.Popen[bytes]
-    log: Path
-    client: redis.Redis
-    what = "server"
+class KitError(RuntimeError):
+    """The kit's ``{"error": ...}`` answer; ``unsupported`` names what the
+    server binary lacks (``"tls"``), if that is why."""
 
-    def ready(self) -> bool:
-        raise NotImplementedError
+    def __init__(self, request: str, answer: dict[str, Any]):
+        super().__init__(f"testkit serve: {request}: {answer['error']}")
+        self.unsupported: str | None = answer.get("unsupported")
 
-    def wait(self) -> None:
-        deadline = time.monotonic() + 15
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"{self.what} on {self.port} exited:\n{self.log.read_text()}")
-            try:
-                if self.ready():
-                    return
-            except redis.ConnectionError:
-                pass
-            if time.monotonic() > deadline:
-                log = self.log.read_text()
-                raise RuntimeError(f"{self.what} on {self.port} does not answer:\n{log}")
-            time.sleep(0.05)
+
+class _Kit:
+    def __init__(self) -> None:
+        binary = Path(os.environ.get("TESTKIT") or REPO / "target/debug/testkit")
+        if not binary.is_file():
+            raise RuntimeError(f"the test kit is not built: {binary} (cargo build -p testkit)")
+        self.process = subprocess.Popen(
+            [str(binary), "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        self.lock = threading.Lock()
+
+    def request(self, *words: str) -> dict[str, Any]:
+        """One request (words the kit splits on spaces), answered."""
+        for word in words:
+            if not word or word.split() != [word]:
+                raise ValueError(f"a request word the kit cannot read: {word!r}")
+        line = " ".join(words)
+        assert self.process.stdin is not None and self.process.stdout is not None
+        with self.lock:
+            self.process.stdin.write(line + "\n")
+            self.process.stdin.flush()
+            reply = self.process.stdout.readline()
+        if not reply:
+            raise RuntimeError(f"testkit serve ended ({self.process.poll()}) on: {line}")
+        answer: dict[str, Any] = json.loads(reply)
+        if "error" in answer:
+            raise KitError(line, answer)
+        return answer
+
+    def close(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.close()
+        self.process.wait(60)
+
+
+_kit: _Kit | None = None
+
+
+def _request(*words: str) -> dict[str, Any]:
+    global _kit
+    if _kit is None:
+        _kit = _Kit()
+        atexit.register(close)
+    return _kit.request(*words)
+
+
+def close() -> None:
+    """Stops everything this process started (the kit exits with it)."""
+    global _kit
+    if _kit is not None:
+        kit, _kit = _kit, None
+        kit.close()
+
+
+def _optional_path(value: Any) -> Path | None:
+    return None if value is None else Path(value)
+
+
+class Server:
+    """A server the kit started: ``port``, its directory ``dir`` and ``log``,
+    ``socket`` (when asked for), ``tls_port`` and ``tls_cert`` (the
+    certificate, also its CA; when asked for), and a ``client``."""
+
+    def __init__(self, answer: dict[str, Any]):
+        self._read(answer)
+        self.client = redis.Redis("127.0.0.1", self.port)
+        self.stopped = False
+
+    def _read(self, answer: dict[str, Any]) -> None:
+        self.id = int(answer["id"])
+        self.port = int(answer["port"])
+        self.dir = Path(answer["dir"])
+        self.log = Path(answer["log"])
+        self.socket = _optional_path(answer["socket"])
+        self.tls_port: int | None = answer["tls_port"]
+        self.tls_cert = _optional_path(answer["tls_cert"])
+
+    def restart(self) -> None:
+        """Killed and started again on the same port and directory (as a
+        crash and a restart: without persistence, nothing is kept)."""
+        self._read(_request("restart", str(self.id)))
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        if not self.stopped:
+            self.stopped = True
+            _request("stop", str(self.id))
 
 
-P = TypeVar("P", bound=_Process)
+class Sentinel:
+    """A sentinel the kit started, watching a server as a service."""
+
+    def __init__(self, answer: dict[str, Any]):
+        self.id = int(answer["id"])
+        self.port = int(answer["port"])
+        self.client = redis.Redis("127.0.0.1", self.port)
 
 
-class Server(_Process):
-    def __init__(
-        self,
-        binary: str,
-        port: int,
-        root: Path,
-        module: str | None,
-        cluster: bool,
-        extra: list[str] | None = None,
-    ):
-        self.port = port
-        # Set by start_tls: the TLS port and the certificate that signs it.
-        self.tls_port: int | None = None
-        self.tls_cert: Path | None = None
-        self.dir = root / str(port)
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True)
-        args = [
-            binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--dir", str(self.dir), "--daemonize", "no",
-        ]  # fmt: skip
-        # Also on a unix socket, for the rediscell+unix:// storages.
-        self.socket = self.dir / "redis.sock"
-        args += ["--unixsocket", str(self.socket), "--unixsocketperm", "700"]
-        if module:
-            args += ["--loadmodule", module]
-        if cluster:
-            args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"]
-        args += extra or []
-        self.log = self.dir / "server.log"
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        self.client = redis.Redis("127.0.0.1", port)
-
-    def ready(self) -> bool:
-        return bool(self.client.ping())
+def _options(binary: str, module: str | None) -> list[str]:
+    return ["--server", binary, *(["--module", module] if module else ["--no-module"])]
 
 
-def _free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
+def start(binary: str, count: int, module: str | None, unixsocket: bool = False) -> list[Server]:
+    """``count`` servers, with ``module`` loaded or none, answering (and
+    also on a unix socket if asked)."""
+    words = ["server", *_options(binary, module), *(["--unixsocket"] if unixsocket else [])]
+    return [Server(_request(*words)) for _ in range(count)]
 
 
-def free_ports(count: int, cluster: bool = False) -> list[int]:
-    """``count`` consecutive loopback ports that are free now (and, for a
-    cluster, their bus ports, port + 10000), from a random start: the
-    machine is shared, so fixed ports may be taken."""
-    while True:
-        start = random.randrange(20000, 29000)
-        ports = list(range(start, start + count))
-        wanted = ports + [p + 10000 for p in ports] if cluster else ports
-        if all(_free(p) for p in wanted):
-            return ports
+def start_cluster(binary: str, masters: int, module: str | None) -> list[Server]:
+    """A cluster of ``masters`` masters, the slots split between them in
+    order, formed: its nodes."""
+    answer = _request("cluster", str(masters), *_options(binary, module))
+    return [Server(node) for node in answer["nodes"]]
 
 
-def _start_retrying(make: Callable[[], list[P]]) -> list[P]:
-    """Processes from ``make`` (on ports it picks), started and answering;
-    made again on other ports if one was taken in between (up to five
-    times)."""
-    for attempt in range(5):
-        started = make()
-        try:
-            for p in started:
-                p.wait()
-            return started
-        except RuntimeError:
-            for p in started:
-                p.stop()
-            if attempt == 4 or not any(
-                "Address already in use" in p.log.read_text(errors="replace") for p in started
-            ):
-                raise
-    raise AssertionError("unreachable")
+def start_sentinel(master: Server, service: str) -> Sentinel:
+    """A sentinel watching ``master`` as ``service`` (quorum 1), ready once
+    it knows the master's address."""
+    return Sentinel(_request("sentinel", str(master.id), service))
 
 
-def start(binary: str, count: int, root: Path, module: str | None, cluster: bool) -> list[Server]:
-    """``count`` servers on free ports, started and answering."""
-    return _start_retrying(
-        lambda: [Server(binary, p, root, module, cluster) for p in free_ports(count, cluster)]
-    )
-
-
-def form_cluster(nodes: list[Server]) -> None:
-    """Three masters, the slots split in three, met on loopback."""
-    per = 16384 // len(nodes)
-    for i, node in enumerate(nodes):
-        last = 16383 if i == len(nodes) - 1 else (i + 1) * per - 1
-        node.client.execute_command("CLUSTER ADDSLOTS", *range(i * per, last + 1))
-    for node in nodes[1:]:
-        node.client.execute_command("CLUSTER MEET", "127.0.0.1", nodes[0].port)
-    deadline = time.monotonic() + 30
-    while True:
-        infos: list[Any] = [n.client.execute_command("CLUSTER INFO") for n in nodes]
-        text = [_info(i) for i in infos]
-        if all(
-            t.get("cluster_state") == "ok" and t.get("cluster_known_nodes") == str(len(nodes))
-            for t in text
-        ):
-            return
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"cluster on {[n.port for n in nodes]} did not form: {text}")
-        time.sleep(0.1)
-
-
-def _info(reply: Any) -> dict[str, str]:
-    if isinstance(reply, dict):
-        return {str(k): str(v) for k, v in reply.items()}
-    text = reply.decode() if isinstance(reply, bytes) else str(reply)
-    return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+def start_tls(binary: str, module: str) -> Server | None:
+    """A server with the module that also answers TLS (on ``tls_port``,
+    certificate ``tls_cert``); ``None`` if the binary was built without TLS."""
+    try:
+        return Server(_request("server", "--tls", *_options(binary, module)))
+    except KitError as error:
+        if error.unsupported == "tls":
+            return None
+        raise
 
 
 def has_functions(server: Server) -> bool:
     try:
-        server.client.execute_command("FUNCTION LIST")
+        server.client.execute_command("FUNCTION LIST")  # type: ignore[no-untyped-call]
         return True
     except redis.ResponseError:
         return False
-
-
-class Sentinel(_Process):
-    """A sentinel on loopback watching ``master`` as ``service`` (quorum 1),
-    ready once it knows the master's address."""
-
-    what = "sentinel"
-
-    def __init__(self, binary: str, port: int, root: Path, master: Server, service: str):
-        self.port = port
-        self.dir = root / f"sentinel-{port}"
-        shutil.rmtree(self.dir, ignore_errors=True)
-        self.dir.mkdir(parents=True)
-        config = self.dir / "sentinel.conf"
-        config.write_text(
-            f"port {port}\nbind 127.0.0.1\ndir {self.dir}\n"
-            f"sentinel monitor {service} 127.0.0.1 {master.port} 1\n"
-        )
-        self.log = self.dir / "sentinel.log"
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                [binary, str(config), "--sentinel"], stdout=log, stderr=subprocess.STDOUT
-            )
-        self.client = redis.Redis("127.0.0.1", port)
-        self.service = service
-
-    def ready(self) -> bool:
-        return bool(self.client.execute_command("SENTINEL GET-MASTER-ADDR-BY-NAME", self.service))
-
-
-def start_sentinel(binary: str, root: Path, master: Server, service: str) -> Sentinel:
-    """A sentinel for ``master`` as ``service`` on a free port."""
-    return _start_retrying(lambda: [Sentinel(binary, free_ports(1)[0], root, master, service)])[0]
-
-
-def tls_files(root: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and its key, made once by
-    openssl under ``root``."""
-    folder = root / "tls"
-    cert, key = folder / "server.crt", folder / "server.key"
-    if not cert.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-             "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-             "-keyout", str(key), "-out", str(cert)],
-            check=True, capture_output=True,
-        )  # fmt: skip
-    return cert, key
-
-
-def start_tls(binary: str, root: Path, module: str) -> Server | None:
-    """A server with the module that also answers TLS (on ``tls_port``,
-    certificate ``tls_cert``); ``None`` if the binary was built without TLS."""
-    cert, key = tls_files(root)
-
-    def make() -> list[Server]:
-        port, tls_port = free_ports(2)
-        tls = [
-            "--tls-port", str(tls_port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
-            "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no",
-        ]  # fmt: skip
-        server = Server(binary, port, root, module, cluster=False, extra=tls)
-        server.tls_port, server.tls_cert = tls_port, cert
-        return [server]
-
-    try:
-        return _start_retrying(make)[0]
-    except RuntimeError as error:
-        # The error carries the server's log.
-        text = str(error)
-        if "Failed finding TLS support" in text or (
-            "FATAL CONFIG FILE ERROR" in text and "tls-port" in text
-        ):
-            return None
-        raise

@@ -99,9 +99,9 @@ def server_binary() -> str:
 
 
 @pytest.fixture
-def bare(tmp_path: Path) -> Iterator[Any]:
-    """A server of this run's binary without the module, on a free loopback
-    port, for tests that flush, restart or deny it; stopped after the test."""
-    (server,) = servers().start(server_binary(), 1, tmp_path, None, cluster=False)
+def bare() -> Iterator[Any]:
+    """A server of this run's binary without the module, started by the test
+    kit, for tests that flush, restart or deny it; stopped after the test."""
+    (server,) = servers().start(server_binary(), 1, None)
     yield server
     server.stop()
