@@ -6,10 +6,8 @@ whether the server can answer. Each test starts its own server (``bare``)."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -225,15 +223,14 @@ def test_a_library_that_cannot_be_loaded_raises_once(bare: Any) -> None:
     client.close()
 
 
-def _restart(server: Any, root: Path) -> Any:
-    """The same port, a new process: without persistence, nothing is kept."""
-    server.stop()
-    again = servers().Server(server_binary(), server.port, root, None, cluster=False)
-    again.wait()
-    return again
+def _restart(server: Any) -> Any:
+    """Killed and started again on its port (as a crash and a restart):
+    without persistence, nothing is kept."""
+    server.restart()
+    return server
 
 
-def test_a_restart_without_persistence_then_a_call_succeeds(bare: Any, tmp_path: Path) -> None:
+def test_a_restart_without_persistence_then_a_call_succeeds(bare: Any) -> None:
     # Redis 6.2: the EVAL engine, whose script the restart drops too.
     engine = Engine.FUNCTIONS if _functions(bare) else Engine.EVAL
     if engine is Engine.FUNCTIONS:
@@ -255,20 +252,20 @@ def test_a_restart_without_persistence_then_a_call_succeeds(bare: Any, tmp_path:
         client = redis.asyncio.Redis(host="127.0.0.1", port=port)
         first = await async_call(client)
         nonlocal server
-        server = _restart(server, tmp_path / "again")
+        server = _restart(server)
         second = await async_call(client)
         await client.aclose()
         return [first, second]
 
-    server = _restart(bare, tmp_path / "again")
+    server = _restart(bare)
     try:
         if engine is Engine.FUNCTIONS:
             assert not _library(server.client)
         assert storage.check()
         assert MovingWindowRateLimiter(storage).hit(item, key)
-        server = _restart(server, tmp_path / "again")
+        server = _restart(server)
         assert cell.throttle(key, 1, 1, 60) == FRESH
-        server = _restart(server, tmp_path / "again")
+        server = _restart(server)
         first, second = asyncio.run(twice())
         assert first.remaining == 1 and second.remaining == 1
     finally:
@@ -535,27 +532,27 @@ async def test_check_is_true_when_its_key_holds_something_else(
         assert await storage.check() is True
 
 
-async def test_a_detected_module_that_goes_away_is_detected_again(tmp_path: Path) -> None:
-    """A Cell (an AsyncCell) that found the module, whose server restarts
-    without it and with the twin's library loaded: ModuleMissingError once,
-    then detection again, which finds the twin. A Cell told
-    engine="module" keeps it."""
-    module = os.environ.get(
-        "REDIS_CELL_MODULE", str(Path(_env("CELL_REPO")) / "target/release/libredis_cell.so")
-    )
-    (server,) = servers().start(server_binary(), 1, tmp_path / "a", module, cluster=False)
-    client = redis.Redis("127.0.0.1", server.port)
-    aclient = redis.asyncio.Redis(host="127.0.0.1", port=server.port)
+async def test_a_detected_module_that_goes_away_is_detected_again(bare: Any) -> None:
+    """A Cell (an AsyncCell) that found the module, whose server is then one
+    without it and with the twin's library loaded (a restart without
+    loadmodule; here the Cells' clients are given such a server):
+    ModuleMissingError once, then detection again, which finds the twin. A
+    Cell told engine="module" keeps it."""
+    module_port = int(_env("CELL_MODULE_PORT"))
+    client = redis.Redis("127.0.0.1", module_port)
+    aclient = redis.asyncio.Redis(host="127.0.0.1", port=module_port)
     detected, told, adetected = Cell(client), Cell(client, engine="module"), AsyncCell(aclient)
-    assert detected.engine is Engine.MODULE and told.fw_incr("m", 5, 60).remaining == 4
+    key = f"t:{uuid.uuid4().hex}"
+    assert detected.engine is Engine.MODULE and told.fw_incr(key, 5, 60).remaining == 4
     assert await adetected.engine() is Engine.MODULE
-    server.stop()
-    server = servers().Server(server_binary(), server.port, tmp_path / "b", None, cluster=False)
-    server.wait()
+    gone = redis.Redis("127.0.0.1", bare.port)
+    agone = redis.asyncio.Redis(host="127.0.0.1", port=bare.port)
+    detected.client = told.client = gone
+    adetected.client = agone
     try:
-        functions = _functions(server)
+        functions = _functions(bare)
         if functions:
-            Cell(server.client).load_functions()
+            Cell(bare.client).load_functions()
         for cell in (detected, told, told):
             with pytest.raises(ModuleMissingError):
                 cell.fw_incr("m", 5, 60)
@@ -574,8 +571,9 @@ async def test_a_detected_module_that_goes_away_is_detected_again(tmp_path: Path
                 await adetected.fw_incr("a", 5, 60)
     finally:
         await aclient.aclose()
+        await agone.aclose()
         client.close()
-        server.stop()
+        gone.close()
 
 
 @needs_functions
@@ -626,15 +624,14 @@ async def test_a_reload_whose_callers_were_cancelled_is_not_logged(bare: Any) ->
 
 @needs_functions
 @pytest.mark.parametrize("kind", ["sync", "asyncio"])
-def test_a_cluster_primary_refusing_the_load_does_not_stop_it(kind: str, tmp_path: Path) -> None:
+def test_a_cluster_primary_refusing_the_load_does_not_stop_it(kind: str) -> None:
     """A cluster of its own: one primary loses the library while another
     refuses FUNCTION LOAD (its own ACL; a primary down is the same to the
     reload). The reload loads every primary it can and the call on the
     first succeeds; the other node's error used to end the load (in
     whatever order the nodes came) and fail the call."""
-    nodes = servers().start(server_binary(), 3, tmp_path, None, cluster=True)
+    nodes = servers().start_cluster(server_binary(), 3, None)
     try:
-        servers().form_cluster(nodes)
         cluster = redis.cluster.RedisCluster("127.0.0.1", nodes[0].port)
         Cell(cluster).load_functions()
         key = f"{{t:{uuid.uuid4().hex}}}"
