@@ -1,9 +1,18 @@
 /*
  * A clock for tests: LD_PRELOAD this into redis-server and set
- * CELL_FAKETIME_FILE to a file holding decimal nanoseconds since the Unix
- * epoch. clock_gettime(CLOCK_REALTIME*), gettimeofday and time then return
- * that instant, for Redis and for the module alike, so tests can step time
- * without sleeping. Every other clock is passed through.
+ * CELL_FAKETIME_FILE to a file holding an instant in nanoseconds since the
+ * Unix epoch. clock_gettime(CLOCK_REALTIME*), gettimeofday and time then
+ * return that instant, for Redis and for the module alike, so tests can step
+ * time without sleeping. Every other clock is passed through.
+ *
+ * The file is written in place by the test kit (testkit/src/server.rs,
+ * write_clock), never replaced, so the shim opens it once and reads it with
+ * one pread per clock call (Redis reads the clock dozens of times a
+ * command). It holds 42 bytes: the instant twice, each as 20 characters
+ * (zero-padded decimal, a leading '-' for instants before the epoch),
+ * separated by a space and ended by a newline. A read that catches a write
+ * half done sees two different fields and reads again. Anything else in
+ * the file ("real", say) means the machine's clock.
  *
  * The clock functions use raw syscalls only (no malloc, no dlsym): Debian's
  * jemalloc-linked redis-server calls the clock while its allocator is
@@ -41,21 +50,50 @@ static const char *env_path(void) {
     return NULL;
 }
 
-/* The instant in the file, or -1 when there is none to read. */
-static long long fake_nanos(void) {
+/* The clock file, opened once (by whichever thread reads first). */
+static int clock_fd(void) {
+    static int fd = -1;
+    int seen = __atomic_load_n(&fd, __ATOMIC_ACQUIRE);
+    if (seen >= 0) return seen;
     const char *path = env_path();
     if (!path) return -1;
-    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return -1;
-    char buf[32];
-    long n = syscall(SYS_read, fd, buf, sizeof buf);
-    syscall(SYS_close, fd);
-    if (n <= 0) return -1;
+    int opened = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+    if (opened < 0) return -1;
+    int expected = -1;
+    if (!__atomic_compare_exchange_n(&fd, &expected, opened, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        syscall(SYS_close, opened);
+        return expected;
+    }
+    return opened;
+}
+
+/* One 20-character field: 1 and the value, or 0 if it is not a number. */
+static int field(const char *p, long long *out) {
+    int i = 0, negative = 0;
     long long v = 0;
-    int digits = 0;
-    for (long i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++, digits++)
-        v = v * 10 + (buf[i] - '0');
-    return digits ? v : -1;
+    if (p[0] == '-') negative = 1, i = 1;
+    for (; i < 20; i++) {
+        if (p[i] < '0' || p[i] > '9') return 0;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = negative ? -v : v;
+    return 1;
+}
+
+/* The instant in the file, or -1 when there is none to read. */
+static long long fake_nanos(void) {
+    int fd = clock_fd();
+    if (fd < 0) return -1;
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        char buf[42];
+        long n = syscall(SYS_pread64, fd, buf, sizeof buf, 0);
+        if (n != (long)sizeof buf || buf[20] != ' ' || buf[41] != '\n') return -1;
+        long long a, b;
+        if (!field(buf, &a) || !field(buf + 21, &b)) return -1;
+        if (a == b) return a < 0 ? -1 : a;
+    }
+    return -1;
 }
 
 int clock_gettime(clockid_t clk, struct timespec *ts) {

@@ -14,5 +14,5 @@ pub use cluster::{cluster, Sentinel};
 pub use resp::{call, Reply};
 pub use server::{
     clock_shim, free_port, fresh_dir, module_path, repo_root, server_binary, tls_files,
-    version_text, wait, Clock, Exit, Server, Spec,
+    version_text, wait, write_clock, Clock, Exit, Server, Spec,
 };

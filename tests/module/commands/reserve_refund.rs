@@ -313,7 +313,7 @@ fn replicas_and_the_aof_hold_the_masters_state() {
     // The AOF replays to the same state after 3 s of downtime.
     drop(replica);
     master.stop();
-    std::fs::write(dir.join("clock"), (now + 3 * SEC).to_string()).unwrap();
+    testkit::write_clock(&dir, Some(now + 3 * SEC));
     let restarted = Server::with(Options {
         config: aof,
         dir: Some(dir),

@@ -135,7 +135,7 @@ fn aof_restart_reproduces_the_twins_state() {
     // is byte-identical with the same absolute expiry.
     let after_downtime = now + 2 * SEC;
     let dir = s.stop();
-    std::fs::write(dir.join("clock"), after_downtime.to_string()).unwrap();
+    testkit::write_clock(&dir, Some(after_downtime));
     let s = Server::with(opts(dir));
     let c = &mut s.conn();
     let expected: Vec<_> = before

@@ -49,7 +49,7 @@ fn survives_restart(
     // replays commands on the new clock would shift them by 5 s).
     let after_downtime = w.now + 5 * SEC;
     let dir = s.stop();
-    std::fs::write(dir.join("clock"), after_downtime.to_string()).unwrap();
+    testkit::write_clock(&dir, Some(after_downtime));
     let s = with_dir(dir, aof, preamble);
     let c = &mut s.conn();
     let expected: Vec<_> = before
