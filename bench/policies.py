@@ -73,7 +73,7 @@ def main():
     # The server on one core, redis-benchmark (a child of this process) on
     # the other, as GUIDE.md advises on this two-core machine.
     try:
-        os.sched_setaffinity(server.proc.pid, {0})
+        os.sched_setaffinity(server.pid, {0})
         os.sched_setaffinity(0, {1})
     except OSError:
         pass

@@ -2,15 +2,16 @@
 """Side-by-side benchmark of redis-cell against INCR, the module API's floor
 and script-based limiters.
 
-Starts its own server (real clock, no persistence) with redis-cell and the
-floor module (bench/floor.rs) loaded, runs redis-benchmark with pipelining
-and many connections over a large random keyspace, and prints ops/s, the
-ratio to INCR and to the floor measured in the same round (median of the
-rounds), and the worst single call seen (SLOWLOG). Operations of several
-commands (MULTI ... EXEC, a command pair) go through bench/loadgen.rs, with
-INCR measured by the same tool as their reference. Then the memory tables,
-the worst single calls on a log of ten million requests, the core's
-micro-benchmarks and the APPROX error table.
+Starts its server through the test kit (bench/testkit.py; real clock, no
+persistence) with redis-cell and the floor module (bench/floor.rs) loaded,
+runs redis-benchmark with pipelining and many connections over a large
+random keyspace, and prints ops/s, the ratio to INCR and to the floor
+measured in the same round (median of the rounds), and the worst single
+call seen (SLOWLOG). Operations of several commands (MULTI ... EXEC, a
+command pair) go through bench/loadgen.rs, with INCR measured by the same
+tool as their reference. Then the memory tables, the worst single calls on
+a log of ten million requests, the core's micro-benchmarks and the APPROX
+error table.
 
     bench/run.py                      # full run, writes bench/results.md and bench/ops.png
     bench/run.py --rounds 1 --requests 200000 --no-micro --huge 1000000   # quick look
@@ -33,12 +34,13 @@ import argparse
 import os
 import platform
 import re
-import socket
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import testkit
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULE = ROOT / "target" / "release" / "libredis_cell.so"
@@ -72,41 +74,21 @@ def resolve_server(name: str) -> str:
     return name
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
-    def __init__(self, *modules: Path):
+    """A server of the test kit (bench/testkit.py) on SERVER (pinned with
+    --pin) with these modules loaded, and a client of it. Its own directory
+    (SAVE in the huge-log test writes dump.rdb there) goes with it."""
+
+    def __init__(self, *modules: Path, binary=None, config=(), timeout=None):
         import redis
 
-        import tempfile
-
-        self.port = free_port()
-        # Its own directory: SAVE in the huge-log test writes dump.rdb there.
-        self.dir = tempfile.TemporaryDirectory(prefix="redis-cell-bench-")
-        command = [*PIN_SERVER, SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
-                   "--save", "", "--appendonly", "no"]
-        for m in modules:
-            command += ["--loadmodule", str(m)]
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.r = redis.Redis(port=self.port)
-        for _ in range(200):
-            try:
-                self.r.ping()
-                return
-            except redis.ConnectionError:
-                if self.proc.poll() is not None:
-                    sys.exit(f"{SERVER} with {modules} exited: do the modules load?")
-                time.sleep(0.05)
-        sys.exit(f"{SERVER} did not start")
+        self.kit = testkit.start(modules, server=binary or SERVER, config=config, wrap=PIN_SERVER)
+        self.port, self.pid = self.kit["port"], self.kit["pid"]
+        self.r = redis.Redis(port=self.port, socket_timeout=timeout)
+        self.info = self.r.info("server")
 
     def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.dir.cleanup()
+        testkit.stop(self.kit)
 
 
 def redis_benchmark(port: int, command: list, args, clients=None, requests=None) -> float:
@@ -617,9 +599,10 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    words = subprocess.run([SERVER, "--version"], capture_output=True, text=True).stdout.split()
-    server = f"{words[0]} {words[2].removeprefix('v=')}" if len(words) > 2 else SERVER
-    return f"{os.cpu_count()} cores, {cpu}, Linux {platform.release()}, {server}"
+    server = Server()
+    server.stop()
+    name, version = testkit.version(server.info)
+    return f"{os.cpu_count()} cores, {cpu}, Linux {platform.release()}, {name} {version}"
 
 
 def chart(rows, path: Path):
@@ -704,6 +687,7 @@ def main():
 
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "-p", "redis-cell", "-p", "cell-bench"], cwd=ROOT, check=True)
+        subprocess.run(["cargo", "build", "-q", "-p", "testkit"], cwd=ROOT, check=True)
     if args.only_pairs:
         print("\n".join(pairs_table(only_pairs(args), args)))
         return

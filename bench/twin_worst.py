@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The Functions twin's worst single calls on large states, server-side.
 
-Starts its own server (real clock, no persistence, no module), loads the
-twin (FUNCTION LOAD; the EVAL script on Redis 6.2), logs every call
-(slowlog-log-slower-than 0) and, for each size N, writes the twin's own
-state of that size in one SET (the layout of functions/src/lease.lua and
-functions/src/sliding.lua) and times, from SLOWLOG (µs):
+Starts a server through the test kit (bench/testkit.py; real clock, no
+persistence, no module), loads the twin (FUNCTION LOAD; the EVAL script
+on Redis 6.2), logs every call (slowlog-log-slower-than 0) and, for each
+size N, writes the twin's own state of that size in one SET (the layout
+of functions/src/lease.lua and functions/src/sliding.lua) and times, from
+SLOWLOG (µs):
 
 - cc_acquire with limit N: taking a lease on N - 1 held, refused on N
   held (and with the limit lowered to N/2), renewing one by its ID;
@@ -32,9 +33,7 @@ import argparse
 import os
 import statistics
 import struct
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -43,30 +42,15 @@ sys.path.insert(0, str(ROOT / "target" / "deps" / "python"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import redis  # noqa: E402
-from run import free_port, resolve_server  # noqa: E402
+import run  # noqa: E402
 
 HOUR_NS = 3_600 * 10**9
 
 
-class Server:
+class Server(run.Server):
     def __init__(self, binary: str, library: Path):
-        self.dir = tempfile.TemporaryDirectory(prefix="redis-cell-twin-worst-")
-        self.port = free_port()
-        command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
-                   "--save", "", "--appendonly", "no"]
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.r = redis.Redis(port=self.port, socket_timeout=600)
-        for _ in range(200):
-            try:
-                self.r.ping()
-                break
-            except redis.ConnectionError:
-                if self.proc.poll() is not None:
-                    sys.exit(f"{binary} exited")
-                time.sleep(0.05)
-        else:
-            sys.exit(f"{binary} did not start")
-        self.version = self.r.info("server")["redis_version"]
+        super().__init__(binary=binary, timeout=600)
+        self.version = self.info["redis_version"]
         self.r.config_set("slowlog-log-slower-than", 0)
         self.r.config_set("slowlog-max-len", 1024)
         if int(self.version.split(".")[0]) >= 7:
@@ -80,11 +64,6 @@ class Server:
         if self.sha is None:
             return self.r.execute_command("FCALL", name.replace(".", "_"), 1, key, *args)
         return self.r.execute_command("EVALSHA", self.sha, 1, key, name, *args)
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.dir.cleanup()
 
 
 def lease_id(i: int, length: int = 32) -> bytes:
@@ -123,12 +102,12 @@ def timed(srv, name, key, *args):
     """One call's server-side time (µs) from SLOWLOG, the CPU time (µs)
     the server's main thread spent meanwhile, and its reply."""
     srv.r.slowlog_reset()
-    start = cpu_ns(srv.proc.pid)
+    start = cpu_ns(srv.pid)
     try:
         reply = srv.call(name, key, *args)
     except redis.ResponseError as e:
         reply = e
-    cpu = (cpu_ns(srv.proc.pid) - start) // 1000
+    cpu = (cpu_ns(srv.pid) - start) // 1000
     for entry in srv.r.slowlog_get(16):
         words = entry["command"].split()
         if words and words[0].lower() in (b"fcall", b"evalsha"):
@@ -186,7 +165,7 @@ def main():
     p.add_argument("--functions", type=Path, default=ROOT / "functions",
                    help="the folder of redis_cell.lua and redis_cell_eval.lua (e.g. an older build)")
     args = p.parse_args()
-    srv = Server(resolve_server(args.server), args.functions)
+    srv = Server(run.resolve_server(args.server), args.functions)
     try:
         rows = {n: measure(srv, n, args.rounds) for n in args.sizes}
     finally:

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The worst single calls on large inputs, measured server-side (SLOWLOG).
 
-Starts its own server (real clock, no persistence) with redis-cell, logs
-every call (slowlog-log-slower-than 0), and for each size N reports the
-server-side time (µs) of:
+Starts a server with redis-cell through the test kit (bench/testkit.py;
+real clock, no persistence), logs every call (slowlog-log-slower-than 0),
+and for each size N reports the server-side time (µs) of:
 
 - CC.LOAD of a lease set of N leases, RESTORE of its DUMP, and DEBUG RELOAD
   with that one key in the database (save and load);
@@ -27,7 +27,6 @@ Needs redis-py (scripts/deps installs it in target/deps/python).
 import argparse
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,42 +36,30 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "target" / "deps" / "python"))
 
 import redis  # noqa: E402
-from run import free_port, resolve_server  # noqa: E402
+import run  # noqa: E402
+import testkit  # noqa: E402
 
 
-class Server:
+class Server(run.Server):
     def __init__(self, binary: str, module: Path):
-        self.dir = tempfile.TemporaryDirectory(prefix="redis-cell-worst-")
         # The server maps its own copy: a rebuild during the run cannot
         # change the module under it.
-        copy = Path(self.dir.name) / "libredis_cell.so"
+        self.copies = tempfile.TemporaryDirectory(prefix="redis-cell-worst-")
+        copy = Path(self.copies.name) / "libredis_cell.so"
         shutil.copy(module, copy)
-        self.port = free_port()
-        command = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir.name,
-                   "--save", "", "--appendonly", "no", "--loadmodule", str(copy)]
-        version = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-        if "v=6." not in version:
-            command += ["--enable-debug-command", "local"]
-        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.r = redis.Redis(port=self.port, socket_timeout=600)
-        for _ in range(200):
-            try:
-                self.r.ping()
-                break
-            except redis.ConnectionError:
-                if self.proc.poll() is not None:
-                    sys.exit(f"{binary} exited: does the module load?")
-                time.sleep(0.05)
-        else:
-            sys.exit(f"{binary} did not start")
+        # DEBUG is refused from 7.0 on unless the start enables it; 6.2 has
+        # no such setting.
+        probe = run.Server(binary=binary)
+        probe.stop()
+        _, self.version = testkit.version(probe.info)
+        debug = [] if self.version.startswith("6.") else [("enable-debug-command", "local")]
+        super().__init__(copy, binary=binary, config=debug, timeout=600)
         self.r.config_set("slowlog-log-slower-than", 0)
         self.r.config_set("slowlog-max-len", 1024)
-        self.version = version.split()[2] if len(version.split()) > 2 else version
 
     def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.dir.cleanup()
+        super().stop()
+        self.copies.cleanup()
 
 
 def varint(v: int) -> bytes:
@@ -186,7 +173,7 @@ def main():
     p.add_argument("--sizes", type=int, nargs="+", default=[10_000, 40_000, 160_000])
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
-    server = Server(resolve_server(args.server), Path(args.module))
+    server = Server(run.resolve_server(args.server), Path(args.module))
     try:
         rows = {n: measure(server.r, n, args.rounds) for n in args.sizes}
         bounded = throttleall_within_bound(server.r, args.rounds)
@@ -194,7 +181,7 @@ def main():
         server.stop()
     names = list(next(iter(rows.values())).keys())
     cell = lambda t: f"{t[0]:,.0f} ({t[1]:,})"  # noqa: E731
-    print(f"Single calls, server-side µs (SLOWLOG): median (worst) of {args.rounds}, {server.version}\n")
+    print(f"Single calls, server-side µs (SLOWLOG): median (worst) of {args.rounds}, v={server.version}\n")
     print("| call | " + " | ".join(f"N = {n:,}" for n in args.sizes) + " |")
     print("|---|" + "---:|" * len(args.sizes))
     for name in names:
