@@ -274,9 +274,9 @@ def alternate(server, commands: dict, pairs: list, args, flush=True) -> list:
     highest ratio (row / reference) of the --pairs adjacent runs. With
     `flush` the keys are dropped before each pair of runs; without it, one
     untimed run of each first fills its keys, so that every timed run
-    meets existing keys."""
+    meets existing keys. None with --pairs 0."""
     out = []
-    for a, b in pairs:
+    for a, b in pairs if args.pairs else []:
         if a not in commands or b not in commands:
             continue
         ratios = []
