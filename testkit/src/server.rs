@@ -437,6 +437,12 @@ fn spawn(spec: &Spec, dir: &Path, port: u16, owned_dir: bool) -> Result<Option<S
         cmd.args(["--cluster-enabled", "yes", "--cluster-config-file"]);
         cmd.arg(dir.join("nodes.conf"));
     }
+    if spec.clock != Clock::Machine {
+        // jemalloc's background thread waits until an instant it reads
+        // from the wall clock, which the kernel measures on the real one:
+        // on a clock set in the past it wakes at once, again and again.
+        cmd.args(["--jemalloc-bg-thread", "no"]);
+    }
     for (k, v) in &spec.config {
         cmd.arg(format!("--{k}")).arg(v);
     }
