@@ -48,20 +48,34 @@ class _Kit:
         line = " ".join(words)
         assert self.process.stdin is not None and self.process.stdout is not None
         with self.lock:
-            self.process.stdin.write(line + "\n")
-            self.process.stdin.flush()
+            try:
+                self.process.stdin.write(line + "\n")
+                self.process.stdin.flush()
+            except BrokenPipeError as error:
+                raise self.ended(line) from error
             reply = self.process.stdout.readline()
         if not reply:
-            raise RuntimeError(f"testkit serve ended ({self.process.poll()}) on: {line}")
+            raise self.ended(line)
         answer: dict[str, Any] = json.loads(reply)
         if "error" in answer:
             raise KitError(line, answer)
         return answer
 
+    def ended(self, line: str) -> RuntimeError:
+        return RuntimeError(f"testkit serve ended (status {self.process.wait(5)}) before: {line}")
+
     def close(self) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.close()
-        self.process.wait(60)
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass  # it ended already (a request found it so): its status says how
+        status = self.process.wait(60)
+        if status != 0:
+            # Killed (a signal), it could not stop what it started.
+            raise RuntimeError(
+                f"testkit serve ended with status {status}, not by its input closing"
+            )
 
 
 _kit: _Kit | None = None
