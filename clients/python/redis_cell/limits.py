@@ -40,7 +40,8 @@ naming the key, what it holds and the way out.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable, Coroutine
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode
 
 from limits.aio.storage import RedisClusterStorage as _AsyncRedisClusterStorage
@@ -50,6 +51,8 @@ from limits.storage import RedisClusterStorage as _RedisClusterStorage
 from limits.storage import RedisSentinelStorage as _RedisSentinelStorage
 from limits.storage import RedisStorage as _RedisStorage
 
+from . import _commands as c
+from ._base import CellBase, call_awaited, call_now, now
 from ._engine import library_source, typed
 from ._types import Decision
 from .aio import AsyncCell
@@ -187,15 +190,24 @@ def _sliding(reply: Any) -> tuple[int, float, int, float]:
     return previous, max(0, previous_ttl) / 1000, current, max(0, current_ttl) / 1000
 
 
-class _CellSync:
-    """The strategies on redis-cell, for limits' sync Redis storages."""
+class _Strategies:
+    """The strategies on redis-cell, written once for limits' sync and asyncio
+    Redis storages: coroutines whose every call goes through ``_call``, which
+    ``_CellSync`` makes at once and ``_CellAsync`` awaits (see ``_base``)."""
 
-    _cell: Cell
+    _cell: CellBase[Any]
     _engine_choice: str | None
-    key_prefix: str
+    _call: Callable[..., Coroutine[Any, Any, Any]]
+    # What comes before the scheme in this side's URIs.
+    _SCHEME_PREFIX = ""
 
-    def prefixed_key(self, key: str) -> str:
-        return f"{self.key_prefix}:{key}"
+    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
+        uri, from_uri = _uri(uri.removeprefix(self._SCHEME_PREFIX))
+        self._engine_choice = engine or from_uri
+        super().__init__(self._SCHEME_PREFIX + uri, **options)  # type: ignore[call-arg]
+
+    def _prefixed(self, key: str) -> str:
+        raise NotImplementedError
 
     def _previous_window_key(self, key: str) -> str:
         return f"{{{key}}}/-1"
@@ -203,86 +215,90 @@ class _CellSync:
     def _current_window_key(self, key: str) -> str:
         return f"{{{key}}}"
 
-    def initialize_storage(self, _uri: str) -> None:
-        connection: Any = self.get_connection()  # type: ignore[attr-defined]
-        self._cell = Cell(connection, self._engine_choice)
+    def _attach(self, cell: CellBase[Any]) -> None:
+        """Decides on ``cell``, with the scripts registered on its client."""
+        self._cell = cell
+        connection = cast(Any, cell.client)
         self._sliding = connection.register_script(_SLIDING)
         self._lower = connection.register_script(_LOWER)
-        # limits' reset script, which clears keys by prefix.
-        super().initialize_storage(_uri)  # type: ignore[misc]
 
-    def _mismatch(self, error: CellError, key: str, wanted: str) -> WrongTypeError:
-        connection: Any = self.get_connection()  # type: ignore[attr-defined]
+    async def _mismatch(self, error: CellError, key: str, wanted: str) -> WrongTypeError:
+        connection = cast(Any, self._cell.client)
         try:
-            kind = connection.type(key)
-            head = connection.getrange(key, 0, 2) if _holder(kind, b"") == "fixed" else b""
+            kind = await self._call(connection.type, key)
+            fixed = _holder(kind, b"") == "fixed"
+            head = await self._call(connection.getrange, key, 0, 2) if fixed else b""
         except Exception:
             return WrongTypeError(f"{error.message} ({key})")
         return _mismatch_error(error, key, wanted, kind, head)
 
-    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+    async def _acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
         if amount > limit:
             return False
-        key = self.prefixed_key(key)
+        key = self._prefixed(key)
         try:
             # A negative cost: allowed, nothing recorded (a peek that keeps
             # the key's type checked), as limits' own moving window answers.
-            return not self._cell.sw_allow(key, limit, expiry, max(amount, 0)).limited
+            decision = await self._cell._run(c.sw_allow(key, limit, expiry, max(amount, 0)))
+            return not decision.limited
         except WrongTypeError as error:
-            raise self._mismatch(error, key, "moving") from error
+            raise await self._mismatch(error, key, "moving") from error
 
-    def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
-        key = self.prefixed_key(key)
+    async def _get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        key = self._prefixed(key)
         now = time.time()
         try:
-            last = self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
+            last = await self._cell._run(c.sw_peek(key, UNBOUNDED, expiry, ms=True))
         except WrongTypeError as error:
-            raise self._mismatch(error, key, "moving") from error
+            raise await self._mismatch(error, key, "moving") from error
         used = UNBOUNDED - last.remaining
         if used <= 0:
             return now, 0
-        oldest = last if used == 1 else self._cell.sw_peek(key, used - 1, expiry, ms=True)
+        oldest = last
+        if used > 1:
+            oldest = await self._cell._run(c.sw_peek(key, used - 1, expiry, ms=True))
         return _window_start(now, expiry, used, last, oldest), used
 
-    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        key = self.prefixed_key(key)
+    async def _incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        key = self._prefixed(key)
+        connection = cast(Any, self._cell.client)
         try:
             if amount < 0:
-                return int(self._lower(keys=[key], args=[amount, expiry]))
-            decision = self._cell.fw_incr(key, UNBOUNDED, expiry, amount, ms=True)
+                return int(await self._call(self._lower, keys=[key], args=[amount, expiry]))
+            decision = await self._cell._run(c.fw_incr(key, UNBOUNDED, expiry, amount, ms=True))
             count = UNBOUNDED - decision.remaining
             if count == 0:
                 # FW.INCR answers 0 for a counter at or below 0 (its
                 # remaining stops at the limit); refunds make such counters,
                 # and limits' INCRBY answers their value.
-                count = int(self.get_connection().get(key) or 0)  # type: ignore[attr-defined]
+                count = int(await self._call(connection.get, key) or 0)
             if _restarts(count, amount, expiry, decision):
-                self.get_connection().expire(key, expiry)  # type: ignore[attr-defined]
+                await self._call(connection.expire, key, expiry)
             return count
         except Exception as error:
             wrong = _wrong_type(error)
             if wrong is None:
                 raise
-            raise self._mismatch(wrong, key, "fixed") from error
+            raise await self._mismatch(wrong, key, "fixed") from error
 
-    def get(self, key: str) -> int:
+    async def _get(self, key: str) -> int:
         try:
-            return int(super().get(key))  # type: ignore[misc]
+            return int(await self._call(super().get, key))  # type: ignore[misc]
         except Exception as error:
             wrong = _wrong_type(error)
             if wrong is None:
                 raise
-            raise self._mismatch(wrong, self.prefixed_key(key), "fixed") from error
+            raise await self._mismatch(wrong, self._prefixed(key), "fixed") from error
 
-    def check(self) -> bool:
+    async def _check(self) -> bool:
         """limits' check (PING), then one read through the engine: False when
         the server cannot answer the strategies (the module gone, the twin's
         library missing and not loadable), as limits' storages answer False
         when their server cannot."""
         try:
-            if not super().check():  # type: ignore[misc]
+            if not await self._call(super().check):  # type: ignore[misc]
                 return False
-            self._cell.fw_peek(self.prefixed_key(CHECK_KEY), UNBOUNDED, 1)
+            await self._cell._run(c.fw_peek(self._prefixed(CHECK_KEY), UNBOUNDED, 1))
             return True
         except WrongTypeError:
             # The engine answered; the key is only another's.
@@ -290,20 +306,63 @@ class _CellSync:
         except Exception:
             return False
 
-    def acquire_sliding_window_entry(
+    async def _acquire_sliding_window_entry(
         self, key: str, limit: int, expiry: int, amount: int = 1
     ) -> bool:
-        keys = self._sliding_keys(key)
-        return bool(self._sliding(keys=keys, args=["acquire", expiry, limit, amount]))
+        args = ["acquire", expiry, limit, amount]
+        return bool(await self._call(self._sliding, keys=self._sliding_keys(key), args=args))
 
-    def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
-        return _sliding(self._sliding(keys=self._sliding_keys(key), args=["get", expiry]))
+    async def _get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        keys = self._sliding_keys(key)
+        return _sliding(await self._call(self._sliding, keys=keys, args=["get", expiry]))
 
     def _sliding_keys(self, key: str) -> list[str]:
         return [
-            self.prefixed_key(self._previous_window_key(key)),
-            self.prefixed_key(self._current_window_key(key)),
+            self._prefixed(self._previous_window_key(key)),
+            self._prefixed(self._current_window_key(key)),
         ]
+
+
+class _CellSync(_Strategies):
+    """The strategies for limits' sync Redis storages."""
+
+    _call = staticmethod(call_now)
+    key_prefix: str
+
+    def prefixed_key(self, key: str) -> str:
+        return f"{self.key_prefix}:{key}"
+
+    def _prefixed(self, key: str) -> str:
+        return self.prefixed_key(key)
+
+    def initialize_storage(self, _uri: str) -> None:
+        self._attach(Cell(self.get_connection(), self._engine_choice))  # type: ignore[attr-defined]
+        # limits' reset script, which clears keys by prefix.
+        super().initialize_storage(_uri)  # type: ignore[misc]
+
+    def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
+        return now(self._acquire_entry(key, limit, expiry, amount))
+
+    def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        return now(self._get_moving_window(key, limit, expiry))
+
+    def incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        return now(self._incr(key, expiry, amount))
+
+    def get(self, key: str) -> int:
+        return now(self._get(key))
+
+    def check(self) -> bool:
+        """See ``_Strategies._check``."""
+        return now(self._check())
+
+    def acquire_sliding_window_entry(
+        self, key: str, limit: int, expiry: int, amount: int = 1
+    ) -> bool:
+        return now(self._acquire_sliding_window_entry(key, limit, expiry, amount))
+
+    def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        return now(self._get_sliding_window(key, expiry))
 
 
 class CellStorage(_CellSync, _RedisStorage):
@@ -312,21 +371,11 @@ class CellStorage(_CellSync, _RedisStorage):
 
     STORAGE_SCHEME = ["rediscell", "rediscells", "rediscell+unix"]
 
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri)
-        self._engine_choice = engine or from_uri
-        super().__init__(uri, **options)
-
 
 class CellClusterStorage(_CellSync, _RedisClusterStorage):
     """``rediscell+cluster://host:port[,host:port]``: limits' ``RedisClusterStorage``."""
 
     STORAGE_SCHEME = ["rediscell+cluster"]
-
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri)
-        self._engine_choice = engine or from_uri
-        super().__init__(uri, **options)
 
 
 class CellSentinelStorage(_CellSync, _RedisSentinelStorage):
@@ -334,121 +383,30 @@ class CellSentinelStorage(_CellSync, _RedisSentinelStorage):
 
     STORAGE_SCHEME = ["rediscell+sentinel"]
 
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri)
-        self._engine_choice = engine or from_uri
-        super().__init__(uri, **options)
 
+class _CellAsync(_Strategies):
+    """The strategies for limits' asyncio Redis storages (coredis, redis-py or
+    valkey-py clients, as ``implementation`` says)."""
 
-class _CellAsync:
-    """The strategies on redis-cell, for limits' asyncio Redis storages
-    (coredis, redis-py or valkey-py clients, as ``implementation`` says)."""
-
-    _cell: AsyncCell
-    _engine_choice: str | None
+    _call = staticmethod(call_awaited)
+    _SCHEME_PREFIX = "async+"
     bridge: Any
 
-    def _previous_window_key(self, key: str) -> str:
-        return f"{{{key}}}/-1"
-
-    def _current_window_key(self, key: str) -> str:
-        return f"{{{key}}}"
+    def _prefixed(self, key: str) -> str:
+        return cast(str, self.bridge.prefixed_key(key))
 
     def configure_bridge(self) -> None:
         super().configure_bridge()  # type: ignore[misc]
-        connection = self.bridge.get_connection()
-        self._cell = AsyncCell(connection, self._engine_choice)
-        self._sliding = connection.register_script(_SLIDING)
-        self._lower = connection.register_script(_LOWER)
+        self._attach(AsyncCell(self.bridge.get_connection(), self._engine_choice))
 
-    async def _mismatch(self, error: CellError, key: str, wanted: str) -> WrongTypeError:
-        connection = self.bridge.get_connection()
-        try:
-            kind = await connection.type(key)
-            fixed = _holder(kind, b"") == "fixed"
-            head = await connection.getrange(key, 0, 2) if fixed else b""
-        except Exception:
-            return WrongTypeError(f"{error.message} ({key})")
-        return _mismatch_error(error, key, wanted, kind, head)
-
-    async def acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        if amount > limit:
-            return False
-        key = self.bridge.prefixed_key(key)
-        try:
-            # A negative cost: allowed, nothing recorded; see _CellSync.
-            return not (await self._cell.sw_allow(key, limit, expiry, max(amount, 0))).limited
-        except WrongTypeError as error:
-            raise await self._mismatch(error, key, "moving") from error
-
-    async def get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
-        key = self.bridge.prefixed_key(key)
-        now = time.time()
-        try:
-            last = await self._cell.sw_peek(key, UNBOUNDED, expiry, ms=True)
-        except WrongTypeError as error:
-            raise await self._mismatch(error, key, "moving") from error
-        used = UNBOUNDED - last.remaining
-        if used <= 0:
-            return now, 0
-        oldest = last if used == 1 else await self._cell.sw_peek(key, used - 1, expiry, ms=True)
-        return _window_start(now, expiry, used, last, oldest), used
-
-    async def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        key = self.bridge.prefixed_key(key)
-        try:
-            if amount < 0:
-                return int(await self._lower(keys=[key], args=[amount, expiry]))
-            decision = await self._cell.fw_incr(key, UNBOUNDED, expiry, amount, ms=True)
-            count = UNBOUNDED - decision.remaining
-            if count == 0:
-                # At or below 0: see _CellSync.incr.
-                count = int(await self.bridge.get_connection().get(key) or 0)
-            if _restarts(count, amount, expiry, decision):
-                await self.bridge.get_connection().expire(key, expiry)
-            return count
-        except Exception as error:
-            wrong = _wrong_type(error)
-            if wrong is None:
-                raise
-            raise await self._mismatch(wrong, key, "fixed") from error
-
-    async def get(self, key: str) -> int:
-        try:
-            return int(await super().get(key))  # type: ignore[misc]
-        except Exception as error:
-            wrong = _wrong_type(error)
-            if wrong is None:
-                raise
-            raise await self._mismatch(wrong, self.bridge.prefixed_key(key), "fixed") from error
-
-    async def check(self) -> bool:
-        """See ``_CellSync.check``."""
-        try:
-            if not await super().check():  # type: ignore[misc]
-                return False
-            await self._cell.fw_peek(self.bridge.prefixed_key(CHECK_KEY), UNBOUNDED, 1)
-            return True
-        except WrongTypeError:
-            return True
-        except Exception:
-            return False
-
-    async def acquire_sliding_window_entry(
-        self, key: str, limit: int, expiry: int, amount: int = 1
-    ) -> bool:
-        keys = self._sliding_keys(key)
-        return bool(await self._sliding(keys=keys, args=["acquire", expiry, limit, amount]))
-
-    async def get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
-        keys = self._sliding_keys(key)
-        return _sliding(await self._sliding(keys=keys, args=["get", expiry]))
-
-    def _sliding_keys(self, key: str) -> list[str]:
-        return [
-            self.bridge.prefixed_key(self._previous_window_key(key)),
-            self.bridge.prefixed_key(self._current_window_key(key)),
-        ]
+    # The shared coroutines are these storages' methods as they are.
+    acquire_entry = _Strategies._acquire_entry
+    get_moving_window = _Strategies._get_moving_window
+    incr = _Strategies._incr
+    get = _Strategies._get
+    check = _Strategies._check
+    acquire_sliding_window_entry = _Strategies._acquire_sliding_window_entry
+    get_sliding_window = _Strategies._get_sliding_window
 
 
 class AsyncCellStorage(_CellAsync, _AsyncRedisStorage):
@@ -456,29 +414,14 @@ class AsyncCellStorage(_CellAsync, _AsyncRedisStorage):
 
     STORAGE_SCHEME = ["async+rediscell", "async+rediscells", "async+rediscell+unix"]
 
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri.removeprefix("async+"))
-        self._engine_choice = engine or from_uri
-        super().__init__("async+" + uri, **options)
-
 
 class AsyncCellClusterStorage(_CellAsync, _AsyncRedisClusterStorage):
     """``async+rediscell+cluster://host:port[,host:port]``."""
 
     STORAGE_SCHEME = ["async+rediscell+cluster"]
 
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri.removeprefix("async+"))
-        self._engine_choice = engine or from_uri
-        super().__init__("async+" + uri, **options)
-
 
 class AsyncCellSentinelStorage(_CellAsync, _AsyncRedisSentinelStorage):
     """``async+rediscell+sentinel://host:port[,...]/service``."""
 
     STORAGE_SCHEME = ["async+rediscell+sentinel"]
-
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri.removeprefix("async+"))
-        self._engine_choice = engine or from_uri
-        super().__init__("async+" + uri, **options)
