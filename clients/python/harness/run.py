@@ -235,6 +235,7 @@ def main() -> int:
     flask_dir = next(suites.glob("flask_limiter-*"))
 
     tls_servers: list[str] = []
+    kit_ended = ""
     jobs: list[Job] = []
     own: list[Job] = []
     try:
@@ -354,7 +355,11 @@ def main() -> int:
             if job.failed:
                 retry_job(job, python, logs)
     finally:
-        close()
+        try:
+            close()
+        except RuntimeError as error:
+            # Reported after the runs' summary, and fails the run.
+            kit_ended = str(error)
 
     bad = [j for j in done if not j.ok]
     for j in done:
@@ -377,6 +382,9 @@ def main() -> int:
     print(f"python: {passed} passed, {failed} failed")
     if not tls_servers:
         print("no server of the matrix has TLS: rediscells:// was not tested")
+        return 1
+    if kit_ended:
+        print(f"{kit_ended}: the servers it started may still run")
         return 1
     return 1 if bad else 0
 
