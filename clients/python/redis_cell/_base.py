@@ -280,8 +280,12 @@ class CellBase(Generic[C]):
         words = command_args(call, engine)
         if call.fanout and self.is_cluster:
             return call.merge(await self._send_to_primaries(words))
+        if not call.keys:
+            # Keyless reads (policies are on every primary, CL.TOP counts
+            # what its node refused): any one node answers.
+            return await self._send(words, anywhere=True)
         # A call's keys share a slot: to the first key's node.
-        return await self._send(words, key=call.keys[0] if call.keys else None)
+        return await self._send(words, key=call.keys[0])
 
     throttle = _Command(c.throttle)
     peek = _Command(c.peek)

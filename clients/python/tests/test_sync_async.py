@@ -176,8 +176,9 @@ CLUSTER_SIDES = [
 @pytest.mark.parametrize(("side", "family"), CLUSTER_SIDES)
 def test_cluster_calls_have_the_same_effect_sync_and_asyncio(side: str, family: str) -> None:
     """On every cluster client: a policy set reaches every primary (policies
-    are per node) and its deletion leaves none; each call with keys runs
-    once, on its key's node, reached at once (no MOVED)."""
+    are per node) and its deletion leaves none; the other keyless calls are
+    answered by one node; each call with keys runs once, on its key's node,
+    reached at once (no MOVED)."""
     port = int(_env("CELL_CLUSTER_PORTS").split(",")[0])
     nodes = [redis.Redis("127.0.0.1", int(p)) for p in _env("CELL_CLUSTER_PORTS").split(",")]
     key = f"{{t:{uuid.uuid4().hex}}}"
@@ -193,26 +194,35 @@ def test_cluster_calls_have_the_same_effect_sync_and_asyncio(side: str, family: 
         replies = [getattr(cell, m)(*a, **k) for m, a, k in _cluster_operations(key)]
         cell.policy_set(name, Gcra(0, 1, 60))
         while_set = policies()
+        read = [cell.policy_list(), cell.policy_get(name), cell.top(policy=name)]
         deleted = cell.policy_del(name)
         client.close()
     else:
 
-        async def run() -> tuple[list[Any], list[bool], bool]:
+        async def run() -> tuple[list[Any], list[bool], list[Any], bool]:
             client = ASYNC_CLUSTER[family](port)
             try:
                 cell = AsyncCell(client)
                 out = [await getattr(cell, m)(*a, **k) for m, a, k in _cluster_operations(key)]
                 await cell.policy_set(name, Gcra(0, 1, 60))
-                return out, policies(), await cell.policy_del(name)
+                everywhere = policies()
+                read = [
+                    await cell.policy_list(),
+                    await cell.policy_get(name),
+                    await cell.top(policy=name),
+                ]
+                return out, everywhere, read, await cell.policy_del(name)
             finally:
                 await _aclose(client)
 
-        replies, while_set, deleted = asyncio.run(run())
+        replies, while_set, read, deleted = asyncio.run(run())
     after = _counts(nodes)
     for n in nodes:
         n.close()
     assert [r.limited for r in replies] == [False] * len(replies)
     assert while_set == [True] * len(nodes)
+    listed, info, top = read
+    assert name in listed and info.limiter == "GCRA 0 1 60" and top == []
     assert deleted is True and policies() == [False] * len(nodes)
     moved = [a[1] - b[1] for b, a in zip(before, after, strict=True)]
     assert moved == [0] * len(nodes), "a call was sent to another node first"
