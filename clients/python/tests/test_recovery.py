@@ -353,20 +353,10 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
         node.execute_command("FUNCTION FLUSH")
         assert cell.throttle(key, 1, 1, 60) == FRESH
         assert _library(node)
-        node.execute_command("FUNCTION FLUSH")
 
-        async def run() -> Decision:
-            port = int(_env("CELL_CLUSTER_PORTS").split(",")[0])
-            client = redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port)
-            decision = await AsyncCell(client, engine="functions").fw_incr(key + ":f", 2, 60)
-            await client.aclose()
-            return decision
-
-        assert asyncio.run(run()).remaining == 1
-        assert _library(node)
-
-        # valkey-py's cluster client, and coredis' asyncio one.
+        # valkey-py's sync cluster client, and every asyncio one.
         import coredis
+        import valkey.asyncio.cluster
         import valkey.cluster
 
         port = int(_env("CELL_CLUSTER_PORTS").split(",")[0])
@@ -375,28 +365,24 @@ def test_cluster_node_that_lost_the_library(cluster: redis.cluster.RedisCluster)
         assert Cell(vcluster, engine="functions").sw_allow(key + ":v", 2, 60).remaining == 1
         vcluster.close()
         assert _library(node)
-        node.execute_command("FUNCTION FLUSH")
+        clients = {
+            "redis-py": lambda: redis.asyncio.cluster.RedisCluster(host="127.0.0.1", port=port),
+            "valkey-py": lambda: valkey.asyncio.cluster.ValkeyCluster(host="127.0.0.1", port=port),
+            "coredis": lambda: coredis.RedisCluster(host="127.0.0.1", port=port),
+        }
 
-        async def run_coredis() -> Decision:
-            client: Any = coredis.RedisCluster(host="127.0.0.1", port=port)
-            decision = await AsyncCell(client, engine="functions").fw_incr(key + ":c", 2, 60)
-            await _aclose(client)
-            return decision
+        async def run(family: str) -> Decision:
+            client: Any = clients[family]()
+            try:
+                acell = AsyncCell(client, engine="functions")
+                return await acell.fw_incr(f"{key}:{family}", 2, 60)
+            finally:
+                await _aclose(client)
 
-        assert asyncio.run(run_coredis()).remaining == 1
-        assert _library(node)
-        node.execute_command("FUNCTION FLUSH")
-
-        async def run_valkey() -> Decision:
-            import valkey.asyncio.cluster
-
-            client = valkey.asyncio.cluster.ValkeyCluster(host="127.0.0.1", port=port)
-            decision = await AsyncCell(client, engine="functions").fw_incr(key + ":va", 2, 60)
-            await client.aclose()
-            return decision
-
-        assert asyncio.run(run_valkey()).remaining == 1
-        assert _library(node)
+        for family in clients:
+            node.execute_command("FUNCTION FLUSH")
+            assert asyncio.run(run(family)).remaining == 1, family
+            assert _library(node), family
         node.close()
     finally:
         # The cluster is the module's: leave it without the library, as found.
