@@ -36,14 +36,23 @@ function startKit() {
     const answer = JSON.parse(line);
     if (answer.error !== undefined) w.reject(new Error(`${w.request}: ${answer.error}`));
     else w.resolve(answer);
-    // The kit keeps this process alive only while it owes an answer.
-    if (k.waiting.length === 0) child.stdout.unref();
+    if (k.waiting.length === 0) alive(k, false);
   });
-  child.unref();
   child.stdin.unref();
-  child.stdout.unref();
   child.stderr.unref();
+  alive(k, false);
   return k;
+}
+
+/**
+ * The kit keeps this process alive only while it owes an answer: its
+ * stdout, and the child itself (if it dies, its exit is the answer).
+ */
+function alive(k, owing) {
+  for (const h of [k.child, k.child.stdout]) {
+    if (owing) h.ref();
+    else h.unref();
+  }
 }
 
 /** One request to the kit: its answer, or an error with the kit's text (the server's log). */
@@ -53,7 +62,7 @@ function ask(...words) {
   const request = words.join(" ");
   return new Promise((resolve, reject) => {
     kit.waiting.push({ request, resolve, reject });
-    kit.child.stdout.ref();
+    alive(kit, true);
     kit.child.stdin.write(`${request}\n`);
   });
 }
