@@ -105,7 +105,9 @@ impl Sentinel {
             }
             fs::write(&conf, text).expect("write sentinel.conf");
             let log = fs::File::create(dir.join("sentinel.log")).expect("the sentinel's log");
-            let child = Command::new(binary)
+            let mut cmd = Command::new(binary);
+            crate::server::tie_to_parent(&mut cmd);
+            let child = cmd
                 .arg(&conf)
                 .arg("--sentinel")
                 .stdin(Stdio::null())

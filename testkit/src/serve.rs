@@ -63,6 +63,8 @@ struct Kit {
 /// Serves `first` (when given), then every line of standard input.
 pub fn run(first: &[String]) {
     let mut kit = Kit::default();
+    // A kit killed by a signal takes its servers with it.
+    crate::server::die_with_parent();
     // The kit's own panics become error answers; their messages go there.
     std::panic::set_hook(Box::new(|_| {}));
     let stdout = std::io::stdout();

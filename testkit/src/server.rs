@@ -35,6 +35,38 @@ pub fn free_port() -> u16 {
     panic!("no free loopback port in 10000..20000");
 }
 
+/// Whether the servers started from now on die with the thread that starts
+/// them (`testkit serve`, whose one thread starts them all: a kit killed by
+/// a signal leaves no server behind). Off for the Rust tests, whose test
+/// threads end while servers they started may still be in use.
+static DIE_WITH_PARENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+pub fn die_with_parent() {
+    DIE_WITH_PARENT.store(true, Ordering::Relaxed);
+}
+
+/// Makes `cmd`'s process die with this thread where [`die_with_parent`]
+/// was called.
+pub(crate) fn tie_to_parent(cmd: &mut Command) {
+    if !DIE_WITH_PARENT.load(Ordering::Relaxed) {
+        return;
+    }
+    extern "C" {
+        fn prctl(option: i32, ...) -> i32;
+    }
+    const PR_SET_PDEATHSIG: i32 = 1;
+    const SIGKILL: i32 = 9;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe, as code between fork and exec
+    // must be; it only sets a flag of the new process.
+    unsafe {
+        cmd.pre_exec(|| {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            Ok(())
+        });
+    }
+}
+
 /// The repository's root (the test kit is one of its crates).
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -459,6 +491,7 @@ fn spawn(spec: &Spec, dir: &Path, port: u16, owned_dir: bool) -> Result<Option<S
         cmd.env("LD_PRELOAD", clock_shim())
             .env("CELL_FAKETIME_FILE", dir.join("clock"));
     }
+    tie_to_parent(&mut cmd);
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("the log"))
