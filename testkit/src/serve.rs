@@ -25,6 +25,8 @@
 //!   --no-module                 load none
 //!   --config NAME VALUE         `--NAME VALUE` for the server
 //!   --dir PATH                  this data directory (kept at the end)
+//!   --port PORT                 this port (a stopped server's, say) instead
+//!                               of a free one by the kit's rule
 //!   --clock NANOS|real          the controlled clock (the answer's "clock"
 //!                               is the file to write nanoseconds to)
 //!   --env NAME=VALUE            an environment variable for the server
@@ -85,6 +87,7 @@ pub fn run(first: &[String]) {
     }
     // Dropping every server kills it (and removes its directory).
     kit.started.clear();
+    crate::server::remove_tls_files();
 }
 
 impl Kit {
@@ -248,6 +251,10 @@ fn spec(options: &[String]) -> Result<Spec, String> {
                 spec.config.push((name, value(&mut it, o)?));
             }
             "--dir" => spec.dir = Some(PathBuf::from(value(&mut it, o)?)),
+            "--port" => {
+                let v = value(&mut it, o)?;
+                spec.port = Some(v.parse().map_err(|_| format!("--port {v}: not a port"))?);
+            }
             "--clock" => {
                 let v = value(&mut it, o)?;
                 spec.clock = match v.as_str() {

@@ -210,9 +210,17 @@ impl Server {
         let mut last = None;
         for attempt in 0..10 {
             let port = spec.port.unwrap_or_else(free_port);
-            match spawn(&spec, &dir, port, owned_dir)? {
-                Some(server) => return Ok(server),
-                None => last = Some(port),
+            match spawn(&spec, &dir, port, owned_dir) {
+                Ok(Some(server)) => return Ok(server),
+                Ok(None) => last = Some(port),
+                Err(exit) => {
+                    // Its log is in the answer; a directory of the kit's
+                    // own is no use to anyone after that.
+                    if owned_dir {
+                        let _ = fs::remove_dir_all(&dir);
+                    }
+                    return Err(exit);
+                }
             }
             if spec.port.is_some() {
                 // The old process's port may take a moment to be free.
@@ -370,11 +378,12 @@ pub fn clock_shim() -> PathBuf {
     .clone()
 }
 
+static TLS_FILES: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
+
 /// A self-signed certificate for 127.0.0.1 and its key, made once per
 /// process by openssl.
 pub fn tls_files() -> (PathBuf, PathBuf) {
-    static FILES: std::sync::OnceLock<(PathBuf, PathBuf)> = std::sync::OnceLock::new();
-    FILES
+    TLS_FILES
         .get_or_init(|| {
             let dir = fresh_dir();
             fs::create_dir_all(&dir).expect("create the certificate's directory");
@@ -403,6 +412,15 @@ pub fn tls_files() -> (PathBuf, PathBuf) {
             (cert, key)
         })
         .clone()
+}
+
+/// Removes the certificate [`tls_files`] made, if it made one.
+pub fn remove_tls_files() {
+    if let Some((cert, _)) = TLS_FILES.get() {
+        if let Some(dir) = cert.parent() {
+            let _ = fs::remove_dir_all(dir);
+        }
+    }
 }
 
 /// The server's `--version` line.
