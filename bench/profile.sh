@@ -2,27 +2,28 @@
 # Instructions per call, counted by callgrind (exact and repeatable, unlike
 # timings on a shared machine): each workload sends 20,000 calls over 1,000
 # keys (redis-benchmark -c 1 -P 16, pipelined as bench/run.py sends them) to
-# one redis-server run under valgrind with the floor module loaded beside
-# redis-cell. The counters are dumped after each workload, so every row is
-# that workload alone. Two columns: the whole server per call (reading and
-# parsing the request, the command, propagation, the reply: what throughput
-# follows), and inside the command's own function.
+# one redis-server run under valgrind (started by the test kit,
+# bench/testkit.sh) with the floor module loaded beside redis-cell. The
+# counters are dumped after each workload, so every row is that workload
+# alone. Two columns: the whole server per call (reading and parsing the
+# request, the command, propagation, the reply: what throughput follows),
+# and inside the command's own function.
 # Usage: bench/profile.sh [redis-server]   (needs valgrind, redis-benchmark)
 # PROFILE_MODULE=/path/to/libredis_cell.so profiles another build (say, of
 # an earlier commit) against the same floor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:-redis-server}
+. bench/testkit.sh
 cargo build --release -q -p redis-cell -p cell-bench
+cargo build -q -p testkit
 out=$(mktemp -d)
-port=${PROFILE_PORT:-7399}
 calls=20000
 module=${PROFILE_MODULE:-$PWD/target/release/libredis_cell.so}
-valgrind --tool=callgrind --dump-instr=no --callgrind-out-file="$out/cg.out" \
-  "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$out" \
-  --loadmodule "$module" \
-  --loadmodule "$PWD/target/release/libcell_floor.so" >"$out/server.log" 2>&1 &
-for _ in $(seq 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.2; done
+kit_open
+kit server --server "$server" --module "$module" --module "$PWD/target/release/libcell_floor.so" \
+  --wrap valgrind --wrap --tool=callgrind --wrap --dump-instr=no --wrap "--callgrind-out-file=$out/cg.out"
+id=$(field id) port=$(field port) pid=$(field pid)
 fixed=$(redis-cli -p "$port" script load "$(cat bench/lua/fixed_window.lua)")
 rows=()
 # run NAME FUNCTION COMMAND...: FUNCTION is the command's entry point as
@@ -31,11 +32,11 @@ run() {
   local name=$1 fn=$2
   shift 2
   redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n "$calls" -r 1000 -q "$@" >/dev/null
-  callgrind_control -d "$name" >/dev/null 2>&1
+  callgrind_control -d "$name" "$pid" >/dev/null 2>&1
   rows+=("$name|$fn")
 }
 run warm-up - FLOOR.ONE f:__rand_int__
-callgrind_control -z >/dev/null 2>&1
+callgrind_control -z "$pid" >/dev/null 2>&1
 run INCR incrCommand INCR n:__rand_int__
 run FLOOR.ONE cell_floor::one FLOOR.ONE f:__rand_int__
 run FLOOR.TWO cell_floor::two FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b'
@@ -54,12 +55,14 @@ run SW.ALLOW sliding::SW_ALLOW::entry SW.ALLOW sw:__rand_int__ 100 60
 run "SW.ALLOW APPROX" sliding::SW_ALLOW::entry SW.ALLOW sa:__rand_int__ 100 60 APPROX
 run FW.INCR fixed::FW_INCR::entry FW.INCR fw:__rand_int__ 100 60
 run "Lua INCR+EXPIRE fixed window" evalShaCommand EVALSHA "$fixed" 1 lf:__rand_int__ 100 60 1
-redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
-wait || true
+# Every row is in its own dump: the server is killed without a last one.
+kit stop "$id"
+kit_close
 printf '%-30s %14s %14s\n' workload "whole server" "in the command"
 for row in "${rows[@]}"; do
   name=${row%%|*} fn=${row#*|}
-  file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | sed -n 1p)
+  file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | sed -n 1p) || true
+  [ -n "$file" ] || { echo "callgrind wrote no dump for $name" >&2; exit 1; }
   [ "$name" = warm-up ] && continue
   total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
   inside=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |

@@ -1,0 +1,41 @@
+# The test kit for the profile scripts, sourced: one `testkit serve`
+# coprocess (testkit/src/serve.rs), a request a line on its input, one JSON
+# answer a line on its output. When its input closes (kit_close, or this
+# shell's exit), the kit kills every server it started.
+# The kit is $TESTKIT, or target/debug/testkit (cargo build -p testkit).
+
+kit_open() {
+  local binary=${TESTKIT:-$PWD/target/debug/testkit}
+  [ -x "$binary" ] || { echo "the test kit is missing at $binary: run cargo build -p testkit" >&2; exit 1; }
+  coproc KIT { "$binary" serve; }
+}
+
+# kit WORD...: one request; its answer in $answer. An error answer ends the
+# script (with the server's log).
+kit() {
+  local word
+  for word in "$@"; do
+    case $word in '' | *[[:space:]]*)
+      echo "the kit's requests are words without spaces: '$word'" >&2
+      exit 1
+      ;;
+    esac
+  done
+  echo "$*" >&"${KIT[1]}"
+  IFS= read -r answer <&"${KIT[0]}" || { echo "testkit serve exited before answering: $*" >&2; exit 1; }
+  case $answer in *'"error":'*)
+    printf 'testkit: %s:\n%b\n' "$*" "$answer" >&2
+    exit 1
+    ;;
+  esac
+}
+
+# field NAME: a number in the last answer (id, port, pid).
+field() { sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" <<<"$answer"; }
+
+# Closes the kit's input and waits until it has stopped its servers.
+kit_close() {
+  local input=${KIT[1]} pid=$KIT_PID
+  exec {input}>&-
+  wait "$pid"
+}
