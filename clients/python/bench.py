@@ -12,23 +12,23 @@ hit); for one request of cost 1,000 (limit 10,000): the time of that hit
 and the bytes it stores; and the requests per second that a small
 flask-limiter app (werkzeug, threaded, on loopback) serves under load (8
 client threads) with each storage. Each figure is the median of the rounds,
-the two storages measured alternately in each round.
+the two storages measured alternately in each round. The server is started
+by the test kit (bench/testkit.py; cargo build -p testkit).
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import importlib.util
 import logging
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
+from types import ModuleType
 
 import redis
 from limits import RateLimitItemPerMinute
@@ -40,32 +40,19 @@ import redis_cell.limits  # noqa: F401  (registers rediscell://)
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _testkit() -> ModuleType:
+    """bench/testkit.py, the client of the test kit that starts the server."""
+    spec = importlib.util.spec_from_file_location("testkit", REPO / "bench" / "testkit.py")
+    if spec is None or spec.loader is None:
+        sys.exit(f"no {REPO / 'bench' / 'testkit.py'}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-PORT = _free_port()
-HTTP_PORT = _free_port()
-
-
-def start_server(binary: str, module: str) -> subprocess.Popen[bytes]:
-    directory = tempfile.mkdtemp(prefix="cell-bench-")
-    process = subprocess.Popen(
-        [binary, "--port", str(PORT), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", directory, "--loadmodule", module],
-        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    client = redis.Redis("127.0.0.1", PORT)
-    for _ in range(200):
-        try:
-            client.ping()
-            return process
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    process.kill()
-    sys.exit("the server did not start")
+testkit = _testkit()
+# The server's port, from the kit's answer in main().
+PORT = 0
 
 
 def fill(uri: str, limit: int) -> tuple[float, float]:
@@ -112,14 +99,14 @@ def app_rate(uri: str, seconds: float) -> float:
         default_limits=["1000000 per minute"],
     )  # fmt: skip
     app.add_url_rule("/", "root", lambda: "ok")
-    server = make_server("127.0.0.1", HTTP_PORT, app, threaded=True)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     counts = [0] * 8
     stop = time.perf_counter() + seconds
 
     def load(i: int) -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", HTTP_PORT)
+        connection = http.client.HTTPConnection("127.0.0.1", server.server_port)
         while time.perf_counter() < stop:
             connection.request("GET", "/")
             response = connection.getresponse()
@@ -151,7 +138,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=3)
     options = parser.parse_args()
-    process = start_server(options.server, options.module)
+    global PORT
+    started = testkit.start([options.module], server=options.server)
+    PORT = started["port"]
     storages = {"limits redis://": f"redis://127.0.0.1:{PORT}",
                 "redis-cell rediscell://": f"rediscell://127.0.0.1:{PORT}"}  # fmt: skip
     results: dict[str, dict[str, list[float]]] = {name: {} for name in storages}
@@ -170,7 +159,7 @@ def main() -> None:
                     app_rate(uri, options.seconds)
                 )
     finally:
-        process.terminate()
+        testkit.stop(started)
     names = list(storages)
     print(
         f"{'median of ' + str(options.rounds) + ' rounds':40} "
