@@ -263,17 +263,8 @@ fn refund_and_reserve_errors_have_exact_texts_and_write_nothing() {
 /// command but the effects reached them.
 #[test]
 fn replicas_and_the_aof_hold_the_masters_state() {
-    let dir = std::env::temp_dir().join(format!("redis-cell-refund-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let aof = vec![
-        ("appendonly".to_string(), "yes".to_string()),
-        ("appendfsync".to_string(), "always".to_string()),
-    ];
-    let master = Server::with(Options {
-        config: aof.clone(),
-        dir: Some(dir.clone()),
-        ..Options::default()
-    });
+    let aof = [("appendonly", "yes"), ("appendfsync", "always")];
+    let master = Server::on(fresh_dir("refund"), &aof);
     let replica = replica_of(&master, vec![]);
     let r = &mut replica.conn();
     let m = &mut master.conn();
@@ -312,22 +303,7 @@ fn replicas_and_the_aof_hold_the_masters_state() {
     }
     // The AOF replays to the same state after 3 s of downtime.
     drop(replica);
-    master.stop();
-    testkit::write_clock(&dir, Some(now + 3 * SEC));
-    let restarted = Server::with(Options {
-        config: aof,
-        dir: Some(dir),
-        ..Options::default()
-    });
-    let expected: Vec<_> = expected
-        .into_iter()
-        .map(|(k, dump, at)| {
-            if at * MS > now + 3 * SEC {
-                (k, dump, at)
-            } else {
-                (k, Value::Nil, -2)
-            }
-        })
-        .collect();
+    let restarted = Server::on(master.stop_until(now + 3 * SEC), &aof);
+    let expected = after_restart_at(expected, now + 3 * SEC);
     assert_eq!(snapshot(&mut restarted.conn(), &keys), expected);
 }

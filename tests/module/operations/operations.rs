@@ -49,25 +49,7 @@ fn info_counts_calls_allowed_limited_and_errors() {
     }
 }
 
-/// The commands users call.
-const COMMANDS: &[&str] = &[
-    "cl.throttle",
-    "cl.peek",
-    "cl.throttleall",
-    "cl.reserve",
-    "cl.refund",
-    "sw.allow",
-    "sw.peek",
-    "sw.refund",
-    "fw.incr",
-    "fw.peek",
-    "fw.refund",
-    "cc.acquire",
-    "cc.release",
-    "cc.renew",
-    "cc.peek",
-    "cl.limit",
-];
+const COMMANDS: &[&str] = &USER_COMMANDS;
 
 /// The operators' commands: policies and top offenders.
 const ADMIN: &[&str] = &["cl.policy", "cl.top"];
@@ -468,8 +450,7 @@ fn the_load_log_says_what_was_detected() {
 /// both apply: the effects are refused to users, not to replication.
 #[test]
 fn effects_of_the_readme_acl_user_reach_replicas_and_the_aof() {
-    let dir = std::env::temp_dir().join(format!("redis-cell-acl-aof-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("acl-aof");
     let aof = || Options {
         config: vec![
             ("appendonly".into(), "yes".into()),
@@ -511,7 +492,7 @@ fn effects_of_the_readme_acl_user_reach_replicas_and_the_aof() {
     let acked: i64 = redis::cmd("WAIT").arg(1).arg(5000).query(admin).unwrap();
     assert_eq!(acked, 1, "replica did not acknowledge");
     let before = snapshot(admin, &keys);
-    assert!(before.iter().filter(|(_, d, _)| *d != Value::Nil).count() >= 5);
+    assert!(live(&before) >= 5);
     // A step of the test clock can time the replication link out and
     // start a full resync, during which the replica is briefly empty.
     let r = &mut replica.conn();
@@ -527,13 +508,7 @@ fn effects_of_the_readme_acl_user_reach_replicas_and_the_aof() {
     });
     let admin = &mut restarted.conn();
     assert_eq!(snapshot(admin, &keys), before);
-    cmd(admin, "BGREWRITEAOF").unwrap();
-    eventually("AOF rewrite", || {
-        let info: String = redis::cmd("INFO").arg("persistence").query(admin).unwrap();
-        info.contains("aof_rewrite_in_progress:0")
-            && info.contains("aof_rewrite_scheduled:0")
-            && info.contains("aof_last_bgrewrite_status:ok")
-    });
+    rewrite_aof(admin);
     let restarted = Server::with(Options {
         dir: Some(restarted.stop()),
         ..aof()

@@ -21,10 +21,7 @@ fn with_dir(dir: std::path::PathBuf, aof: bool, preamble: bool) -> Server {
 }
 
 fn fresh(name: &str, aof: bool, preamble: bool) -> Server {
-    let dir =
-        std::env::temp_dir().join(format!("redis-cell-persist-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    with_dir(dir, aof, preamble)
+    with_dir(fresh_dir(&format!("persist-{name}")), aof, preamble)
 }
 
 /// Runs a workload, persists with `persist`, restarts after 5 s of
@@ -44,25 +41,12 @@ fn survives_restart(
     let keys = Workload::keys();
     let before = snapshot(c, &keys);
     persist(c);
-    // Restart 5 s later: keys whose expiry passed are gone, every other
-    // key is byte-identical with the same absolute expiry (a module that
-    // replays commands on the new clock would shift them by 5 s).
+    // Restart after 5 s of downtime.
     let after_downtime = w.now + 5 * SEC;
-    let dir = s.stop();
-    testkit::write_clock(&dir, Some(after_downtime));
-    let s = with_dir(dir, aof, preamble);
+    let s = with_dir(s.stop_until(after_downtime), aof, preamble);
     let c = &mut s.conn();
-    let expected: Vec<_> = before
-        .into_iter()
-        .map(|(k, dump, at)| {
-            if at * MS > after_downtime {
-                (k, dump, at)
-            } else {
-                (k, Value::Nil, -2)
-            }
-        })
-        .collect();
-    assert!(expected.iter().filter(|(_, d, _)| *d != Value::Nil).count() >= 5);
+    let expected = after_restart_at(before, after_downtime);
+    assert!(live(&expected) >= 5);
     assert_eq!(snapshot(c, &keys), expected);
 }
 
@@ -78,23 +62,13 @@ fn aof_restart_is_not_shifted_by_downtime() {
     survives_restart("aof", true, true, |_| {});
 }
 
-fn rewrite(c: &mut redis::Connection) {
-    cmd(c, "BGREWRITEAOF").unwrap();
-    eventually("AOF rewrite", || {
-        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
-        info.contains("aof_rewrite_in_progress:0")
-            && info.contains("aof_rewrite_scheduled:0")
-            && info.contains("aof_last_bgrewrite_status:ok")
-    });
-}
-
 #[test]
 fn bgrewriteaof_then_restart() {
-    survives_restart("rewrite", true, true, rewrite);
+    survives_restart("rewrite", true, true, rewrite_aof);
 }
 
 /// Without the RDB preamble the rewrite stores windows as `SW.LOAD`.
 #[test]
 fn bgrewriteaof_as_commands_then_restart() {
-    survives_restart("rewrite-commands", true, false, rewrite);
+    survives_restart("rewrite-commands", true, false, rewrite_aof);
 }

@@ -48,10 +48,15 @@ fn rdb_without_aux() -> bool {
     server_version().has_redis(7, 2)
 }
 
-/// The README's step for Redis 6.2 and 7.0: an AOF without an RDB
-/// preamble, which holds only commands (`SET ... PXAT` for the CL and FW
-/// keys), rewritten now.
-fn rewrite_as_commands(c: &mut redis::Connection) {
+/// Saves the data in a file without module data, the README's way: an
+/// RDB where it then carries none, else (Redis 6.2 and 7.0) an AOF without
+/// an RDB preamble, which holds only commands (`SET ... PXAT` for the CL
+/// and FW keys), rewritten now. Answers the configuration that loads it.
+fn save_without_module_data(c: &mut redis::Connection) -> Vec<(String, String)> {
+    if rdb_without_aux() {
+        cmd(c, "SAVE").unwrap();
+        return Vec::new();
+    }
     cmd(c, "CONFIG SET aof-use-rdb-preamble no").unwrap();
     cmd(c, "CONFIG SET appendonly yes").unwrap();
     eventually("the AOF rewrite", || {
@@ -61,13 +66,7 @@ fn rewrite_as_commands(c: &mut redis::Connection) {
             && info.contains("aof_last_bgrewrite_status:ok")
             && info.contains("aof_enabled:1")
     });
-}
-
-fn aof_config() -> Vec<(String, String)> {
-    vec![
-        ("appendonly".into(), "yes".into()),
-        ("aof-use-rdb-preamble".into(), "no".into()),
-    ]
+    config(&AOF_OF_COMMANDS)
 }
 
 #[test]
@@ -141,15 +140,8 @@ fn the_original_redis_cells_state_carries_over_and_back() {
         cmd(c, "DEL rl:control").unwrap();
     }
 
-    // And back: an RDB where it carries no module data, else an AOF of
-    // commands.
-    let config = if rdb_without_aux() {
-        cmd(c, "SAVE").unwrap();
-        Vec::new()
-    } else {
-        rewrite_as_commands(c);
-        aof_config()
-    };
+    // And back.
+    let config = save_without_module_data(c);
     let dir = b.stop();
     let a = start(Some(dir), config, false);
     let c = &mut a.conn();
@@ -234,13 +226,7 @@ fn the_readmes_removal_steps_leave_a_file_any_server_loads() {
     }
     let tat = get(c, "rl:k").unwrap();
     // 2. A file without module data.
-    let config = if rdb_without_aux() {
-        cmd(c, "SAVE").unwrap();
-        Vec::new()
-    } else {
-        rewrite_as_commands(c);
-        aof_config()
-    };
+    let config = save_without_module_data(c);
     let dir = s.stop();
     // 3. The server without the module loads it, the CL key intact.
     let p = plain(Some(dir), config);

@@ -627,30 +627,12 @@ fn check_policies(c: &mut redis::Connection, key: Option<&str>) {
     }
 }
 
-fn persist_dir(name: &str) -> std::path::PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("redis-cell-policies-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn restart(dir: std::path::PathBuf, config: &[(&str, &str)]) -> Server {
-    Server::with(Options {
-        config: config
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
-        dir: Some(dir),
-        ..Options::default()
-    })
-}
-
 #[test]
 fn persistence_rdb() {
-    let s = restart(persist_dir("rdb"), &[]);
+    let s = Server::on(fresh_dir("policies-rdb"), &[]);
     set_policies(&mut s.conn());
     cmd(&mut s.conn(), "SAVE").unwrap();
-    let s = restart(s.stop(), &[]);
+    let s = Server::on(s.stop(), &[]);
     check_policies(&mut s.conn(), Some("after"));
     // An RDB saved without policies loads none: the set is replaced.
     let c = &mut s.conn();
@@ -658,7 +640,7 @@ fn persistence_rdb() {
         int(c, &format!("CL.POLICY DEL {name}"));
     }
     cmd(c, "SAVE").unwrap();
-    let s = restart(s.stop(), &[]);
+    let s = Server::on(s.stop(), &[]);
     assert!(policy_list(&mut s.conn()).is_empty());
 }
 
@@ -671,9 +653,9 @@ fn persistence_aof_and_rewrite() {
             ("aof-use-rdb-preamble", preamble),
         ];
         // Replayed from the commands in the AOF.
-        let s = restart(persist_dir(&format!("aof-{preamble}")), &aof);
+        let s = Server::on(fresh_dir(&format!("policies-aof-{preamble}")), &aof);
         set_policies(&mut s.conn());
-        let s = restart(s.stop(), &aof);
+        let s = Server::on(s.stop(), &aof);
         check_policies(&mut s.conn(), Some("after-aof"));
         // After a rewrite: from the aux data of the RDB preamble, or from
         // the commands written after a base without one.
@@ -692,7 +674,7 @@ fn persistence_aof_and_rewrite() {
         assert!(written
             .iter()
             .all(|c| !c[0].eq_ignore_ascii_case("BGREWRITEAOF")));
-        let s = restart(s.stop(), &aof);
+        let s = Server::on(s.stop(), &aof);
         check_policies(&mut s.conn(), Some("after-rewrite"));
         // A rewrite the server starts later (scheduled behind a BGSAVE, it
         // forks from its cron), then changes after it.
@@ -713,7 +695,7 @@ fn persistence_aof_and_rewrite() {
         rewrite_done(c);
         ok(c, "CONFIG SET rdb-key-save-delay 0");
         assert_eq!(int(c, "CL.POLICY DEL gone"), 1);
-        let s = restart(s.stop(), &aof);
+        let s = Server::on(s.stop(), &aof);
         check_policies(&mut s.conn(), Some("after-scheduled-rewrite"));
     }
 }
@@ -774,7 +756,7 @@ fn replicas_and_failover() {
 #[test]
 fn a_damaged_policy_set_is_refused() {
     let checksum_off = [("rdbchecksum", "no")];
-    let s = restart(persist_dir("damaged"), &checksum_off);
+    let s = Server::on(fresh_dir("policies-damaged"), &checksum_off);
     ok(&mut s.conn(), "CL.POLICY SET api GCRA 4 5 1s");
     cmd(&mut s.conn(), "SAVE").unwrap();
     let dir = s.stop();
@@ -788,7 +770,7 @@ fn a_damaged_policy_set_is_refused() {
     let mut unreadable = good.clone();
     unreadable[at + 3] = b'X';
     std::fs::write(&file, &unreadable).unwrap();
-    let s = restart(dir.clone(), &checksum_off);
+    let s = Server::on(dir.clone(), &checksum_off);
     assert_eq!(policy_list(&mut s.conn()), ["api"]);
     assert_eq!(
         err(&mut s.conn(), "CL.LIMIT k api"),
@@ -813,6 +795,6 @@ fn a_damaged_policy_set_is_refused() {
     }
     // The intact file still loads.
     std::fs::write(&file, &good).unwrap();
-    let s = restart(dir, &checksum_off);
+    let s = Server::on(dir, &checksum_off);
     assert_eq!(policy_list(&mut s.conn()), ["api"]);
 }

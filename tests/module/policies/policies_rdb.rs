@@ -12,28 +12,23 @@ fn has_aux_save2() -> bool {
     server_version().has_redis(7, 2)
 }
 
-fn persist_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "redis-cell-policies-rdb-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn with_module(dir: std::path::PathBuf) -> Server {
-    Server::with(Options {
-        dir: Some(dir),
-        ..Options::default()
-    })
-}
-
 fn plain(dir: std::path::PathBuf) -> Options {
     Options {
         dir: Some(dir),
         without_module: true,
         ..Options::default()
     }
+}
+
+/// A server without the module must refuse the file in `dir` for the
+/// policy data in it.
+fn refused_without_the_module(dir: &std::path::Path) {
+    let (status, log) = Server::refusing_to_start(plain(dir.to_path_buf()));
+    assert_eq!(status.code(), Some(1), "{log}");
+    assert!(
+        log.contains("AUX module data I can't load: no matching module 'cell-pols'"),
+        "{log}"
+    );
 }
 
 /// Keys of plain types only: what the limiters on strings write.
@@ -45,7 +40,7 @@ fn plain_keys(c: &mut redis::Connection) {
 
 #[test]
 fn an_rdb_without_policies_loads_without_the_module() {
-    let s = with_module(persist_dir("plain"));
+    let s = Server::on(fresh_dir("policies-rdb-plain"), &[]);
     let c = &mut s.conn();
     plain_keys(c);
     ok(c, "SAVE");
@@ -61,35 +56,25 @@ fn an_rdb_without_policies_loads_without_the_module() {
         drop(p);
     } else {
         // Redis 6.2 and 7.0 always write the (empty) set.
-        let (status, log) = Server::refusing_to_start(plain(dir.clone()));
-        assert_eq!(status.code(), Some(1), "{log}");
-        assert!(
-            log.contains("AUX module data I can't load: no matching module 'cell-pols'"),
-            "{log}"
-        );
+        refused_without_the_module(&dir);
     }
     // With a policy, the file needs the module, on every server.
-    let s = with_module(dir);
+    let s = Server::on(dir, &[]);
     let c = &mut s.conn();
     assert_eq!(dbsize(c), 3);
     assert!(policy_list(c).is_empty());
     ok(c, "CL.POLICY SET api GCRA 4 5 1s");
     ok(c, "SAVE");
     let dir = s.stop();
-    let (status, log) = Server::refusing_to_start(plain(dir.clone()));
-    assert_eq!(status.code(), Some(1), "{log}");
-    assert!(
-        log.contains("AUX module data I can't load: no matching module 'cell-pols'"),
-        "{log}"
-    );
+    refused_without_the_module(&dir);
     // The module loads it.
-    let s = with_module(dir);
+    let s = Server::on(dir, &[]);
     assert_eq!(policy_list(&mut s.conn()), ["api"]);
 }
 
 #[test]
 fn reload_and_restart_keep_the_policies() {
-    let s = with_module(persist_dir("reload"));
+    let s = Server::on(fresh_dir("policies-rdb-reload"), &[]);
     let c = &mut s.conn();
     plain_keys(c);
     ok(c, "CL.POLICY SET api GCRA 4 5 1s");
@@ -98,7 +83,7 @@ fn reload_and_restart_keep_the_policies() {
     assert_eq!(policy_list(c), ["api", "day"]);
     assert_eq!(dbsize(c), 3);
     ok(c, "SAVE");
-    let s = with_module(s.stop());
+    let s = Server::on(s.stop(), &[]);
     let c = &mut s.conn();
     assert_eq!(policy_list(c), ["api", "day"]);
     assert_eq!(dbsize(c), 3);
@@ -108,7 +93,7 @@ fn reload_and_restart_keep_the_policies() {
 /// (on Redis 7.2+ and Valkey it then carries no policy data at all).
 #[test]
 fn a_reload_ends_with_exactly_the_files_policies() {
-    let s = with_module(persist_dir("exact"));
+    let s = Server::on(fresh_dir("policies-rdb-exact"), &[]);
     let c = &mut s.conn();
     plain_keys(c);
     ok(c, "SAVE");
@@ -128,13 +113,10 @@ fn a_reload_ends_with_exactly_the_files_policies() {
 /// replays its own.
 #[test]
 fn an_aof_load_ends_with_exactly_its_policies() {
-    let s = Server::with(Options {
-        config: vec![
-            ("appendonly".into(), "yes".into()),
-            ("appendfsync".into(), "always".into()),
-        ],
-        ..Options::default()
-    });
+    let s = Server::with(Options::with_config(&[
+        ("appendonly", "yes"),
+        ("appendfsync", "always"),
+    ]));
     let c = &mut s.conn();
     ok(c, "CL.POLICY SET api GCRA 4 5 1s");
     ok(c, "CL.POLICY SET gone GCRA 4 5 1s");
@@ -203,13 +185,10 @@ fn a_full_sync_leaves_exactly_the_masters_policies() {
 /// exactly the master's policies (a writable replica's own are dropped).
 #[test]
 fn an_async_full_sync_leaves_exactly_the_masters_policies() {
-    let master = Server::with(Options {
-        config: vec![
-            ("repl-diskless-sync".into(), "yes".into()),
-            ("repl-backlog-size".into(), "16384".into()),
-        ],
-        ..Options::default()
-    });
+    let master = Server::with(Options::with_config(&[
+        ("repl-diskless-sync", "yes"),
+        ("repl-backlog-size", "16384"),
+    ]));
     let m = &mut master.conn();
     let replica = replica_of(
         &master,

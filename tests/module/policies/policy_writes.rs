@@ -10,10 +10,7 @@ use redis::Value;
 use std::time::Duration;
 
 fn aof_server() -> Server {
-    Server::with(Options {
-        config: vec![("appendonly".into(), "yes".into())],
-        ..Options::default()
-    })
+    Server::with(Options::with_config(&[("appendonly", "yes")]))
 }
 
 fn names(c: &mut redis::Connection) -> Vec<String> {
@@ -230,13 +227,7 @@ fn a_failover_that_waits_for_its_replica_holds_policy_changes() {
 
 #[test]
 fn an_aof_rewrite_during_a_pause_writes_the_policies_once_it_ends() {
-    let s = Server::with(Options {
-        config: vec![
-            ("appendonly".into(), "yes".into()),
-            ("aof-use-rdb-preamble".into(), "no".into()),
-        ],
-        ..Options::default()
-    });
+    let s = Server::with(Options::with_config(&AOF_OF_COMMANDS));
     let _replica = replica_of(&s, vec![]);
     let c = &mut s.conn();
     cmd(c, "CL.POLICY SET a GCRA 1 1 1").unwrap();
@@ -259,14 +250,7 @@ fn an_aof_rewrite_during_a_pause_writes_the_policies_once_it_ends() {
             .any(|w| w.first().map(String::as_str) == Some("CL.POLICY"))
     });
     let dir = s.stop();
-    let s = Server::with(Options {
-        config: vec![
-            ("appendonly".into(), "yes".into()),
-            ("aof-use-rdb-preamble".into(), "no".into()),
-        ],
-        dir: Some(dir),
-        ..Options::default()
-    });
+    let s = Server::on(dir, &AOF_OF_COMMANDS);
     assert_eq!(names(&mut s.conn()), ["a"]);
 }
 

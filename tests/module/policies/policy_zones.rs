@@ -90,10 +90,7 @@ fn a_restart_without_the_zone_keeps_the_policy_and_its_windows() {
     cmd(c, "SAVE").unwrap();
     let dir = s.stop();
     // The same data, a server whose database lacks the zone.
-    let s = Server::with(Options {
-        dir: Some(dir),
-        ..Options::default()
-    });
+    let s = Server::on(dir, &[]);
     let c = &mut s.conn();
     let after = five(c, "CL.LIMIT b daily");
     assert_eq!(after, before);
@@ -102,25 +99,12 @@ fn a_restart_without_the_zone_keeps_the_policy_and_its_windows() {
 
 #[test]
 fn an_aof_restart_without_the_zone_keeps_the_rules_it_wrote() {
-    let aof = || {
-        vec![
-            ("appendonly".to_string(), "yes".to_string()),
-            ("aof-use-rdb-preamble".to_string(), "no".to_string()),
-        ]
-    };
-    let s = Server::with(with_new_zone(Options {
-        config: aof(),
-        ..Options::default()
-    }));
+    let s = Server::with(with_new_zone(Options::with_config(&AOF_OF_COMMANDS)));
     let c = &mut s.conn();
     cmd(c, "CL.POLICY SET daily FW 3 day TZ Test/Newzone").unwrap();
     let before = five(c, "CL.LIMIT a daily");
     let dir = s.stop();
-    let s = Server::with(Options {
-        config: aof(),
-        dir: Some(dir),
-        ..Options::default()
-    });
+    let s = Server::on(dir, &AOF_OF_COMMANDS);
     let c = &mut s.conn();
     assert_eq!(five(c, "CL.LIMIT b daily"), before);
 }
@@ -130,13 +114,7 @@ fn an_aof_restart_without_the_zone_keeps_the_rules_it_wrote() {
 /// starts, keeps the policy, logs its name, and calls answer why.
 #[test]
 fn a_policy_whose_zone_cannot_be_resolved_is_kept_logged_and_refused_clearly() {
-    let s = Server::with(Options {
-        config: vec![
-            ("appendonly".into(), "yes".into()),
-            ("aof-use-rdb-preamble".into(), "no".into()),
-        ],
-        ..Options::default()
-    });
+    let s = Server::with(Options::with_config(&AOF_OF_COMMANDS));
     cmd(&mut s.conn(), "CL.POLICY SET other GCRA 1 1 1").unwrap();
     let dir = s.stop();
     // Redis 7.0+: the incremental file; 6.2: the one AOF file.
@@ -170,14 +148,7 @@ fn a_policy_whose_zone_cannot_be_resolved_is_kept_logged_and_refused_clearly() {
     let mut aof = std::fs::read(&incr).unwrap();
     aof.extend_from_slice(resp.as_bytes());
     std::fs::write(&incr, aof).unwrap();
-    let s = Server::with(Options {
-        config: vec![
-            ("appendonly".into(), "yes".into()),
-            ("aof-use-rdb-preamble".into(), "no".into()),
-        ],
-        dir: Some(dir),
-        ..Options::default()
-    });
+    let s = Server::on(dir, &AOF_OF_COMMANDS);
     let c = &mut s.conn();
     assert_eq!(
         cmd(c, "CL.POLICY LIST"),

@@ -251,23 +251,6 @@ fn trial_keys_share_the_calls_slot() {
     }
 }
 
-fn persist_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("redis-cell-trials-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
-fn restart(dir: std::path::PathBuf, config: &[(&str, &str)]) -> Server {
-    Server::with(Options {
-        config: config
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
-        dir: Some(dir),
-        ..Options::default()
-    })
-}
-
 /// Policies with trials, one promoted: what every restart and replica
 /// must hold.
 fn set_trials(c: &mut redis::Connection) {
@@ -307,10 +290,10 @@ fn check_trials(c: &mut redis::Connection, key: Option<&str>) {
 #[test]
 fn persisted_rewritten_and_replicated() {
     // RDB.
-    let s = restart(persist_dir("rdb"), &[]);
+    let s = Server::on(fresh_dir("trials-rdb"), &[]);
     set_trials(&mut s.conn());
     cmd(&mut s.conn(), "SAVE").unwrap();
-    let s = restart(s.stop(), &[]);
+    let s = Server::on(s.stop(), &[]);
     check_trials(&mut s.conn(), Some("after-rdb"));
     drop(s);
     // AOF, then a rewrite with and without the RDB preamble.
@@ -320,9 +303,9 @@ fn persisted_rewritten_and_replicated() {
             ("appendfsync", "always"),
             ("aof-use-rdb-preamble", preamble),
         ];
-        let s = restart(persist_dir(&format!("aof-{preamble}")), &aof);
+        let s = Server::on(fresh_dir(&format!("trials-aof-{preamble}")), &aof);
         set_trials(&mut s.conn());
-        let s = restart(s.stop(), &aof);
+        let s = Server::on(s.stop(), &aof);
         check_trials(&mut s.conn(), Some("after-aof"));
         let c = &mut s.conn();
         cmd(c, "BGREWRITEAOF").unwrap();
@@ -337,7 +320,7 @@ fn persisted_rewritten_and_replicated() {
                 .any(|w| w[0] == "CL.POLICY" && w.iter().any(|x| x == "TRIAL"))
                 || preamble == "yes"
         });
-        let s = restart(s.stop(), &aof);
+        let s = Server::on(s.stop(), &aof);
         check_trials(&mut s.conn(), Some("after-rewrite"));
     }
     // A replica: by full sync, then by replication of SET and PROMOTE; the

@@ -15,6 +15,28 @@ pub const T0: i64 = 1_700_000_000_000_000_000;
 pub const SEC: i64 = 1_000_000_000;
 pub const MS: i64 = 1_000_000;
 
+/// The commands users call, in the order of the README's ACL recipe. All
+/// but the last, `CL.LIMIT` (which calls a policy), have a function in the
+/// twin.
+pub const USER_COMMANDS: [&str; 16] = [
+    "cl.throttle",
+    "cl.peek",
+    "cl.throttleall",
+    "cl.reserve",
+    "cl.refund",
+    "sw.allow",
+    "sw.peek",
+    "sw.refund",
+    "fw.incr",
+    "fw.peek",
+    "fw.refund",
+    "cc.acquire",
+    "cc.release",
+    "cc.renew",
+    "cc.peek",
+    "cl.limit",
+];
+
 /// The module under test: `$REDIS_CELL_MODULE`, or the release build.
 pub fn module_path() -> PathBuf {
     let path = testkit::module_path();
@@ -104,7 +126,27 @@ pub struct Options {
     pub env: Vec<(String, String)>,
 }
 
+/// An append-only file of commands only: no RDB preamble in its rewrites.
+pub const AOF_OF_COMMANDS: [(&str, &str); 2] =
+    [("appendonly", "yes"), ("aof-use-rdb-preamble", "no")];
+
+/// `--name value` pairs as [`Options::config`] holds them.
+pub fn config(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
 impl Options {
+    /// The default options with `pairs` as configuration.
+    pub fn with_config(pairs: &[(&str, &str)]) -> Self {
+        Options {
+            config: config(pairs),
+            ..Options::default()
+        }
+    }
+
     /// What the test kit starts for these options: the clock frozen at
     /// [`T0`] unless `real_clock`.
     pub fn spec(&self) -> testkit::Spec {
@@ -141,6 +183,15 @@ impl Server {
 
     pub fn with(opts: Options) -> Self {
         Self::from_kit(testkit::Server::start(opts.spec()))
+    }
+
+    /// A server with the module on the data in `dir` (a restart), with
+    /// `pairs` as configuration.
+    pub fn on(dir: PathBuf, pairs: &[(&str, &str)]) -> Self {
+        Self::with(Options {
+            dir: Some(dir),
+            ..Options::with_config(pairs)
+        })
     }
 
     pub fn from_kit(kit: testkit::Server) -> Self {
@@ -205,6 +256,22 @@ impl Server {
     pub fn stop(self) -> PathBuf {
         self.kit.stop()
     }
+
+    /// Stops the server, and sets the clock a server started again on its
+    /// data directory (returned) starts with: downtime until `nanos`.
+    pub fn stop_until(self, nanos: i64) -> PathBuf {
+        let dir = self.stop();
+        testkit::write_clock(&dir, Some(nanos));
+        dir
+    }
+}
+
+/// An empty data directory, for a test whose server restarts on its
+/// files; `name` sets it apart from every other test's.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("redis-cell-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
 }
 
 /// Sends one command given as words; returns the reply or the error text.
@@ -446,6 +513,40 @@ pub fn snapshot(c: &mut redis::Connection, keys: &[String]) -> Vec<(String, Valu
             (k.clone(), dump, expire_time_ms(c, k))
         })
         .collect()
+}
+
+/// How many keys of a [`snapshot`] exist.
+pub fn live(snapshot: &[(String, Value, i64)]) -> usize {
+    snapshot.iter().filter(|(_, d, _)| *d != Value::Nil).count()
+}
+
+/// What a [`snapshot`] taken before a restart must read after it, the
+/// clock at `now` then: the keys whose expiry has passed are gone, every
+/// other key is byte-identical with the same absolute expiry (a module
+/// that replayed commands on the new clock would shift them).
+pub fn after_restart_at(before: Vec<(String, Value, i64)>, now: i64) -> Vec<(String, Value, i64)> {
+    before
+        .into_iter()
+        .map(|(k, dump, at)| {
+            if at * MS > now {
+                (k, dump, at)
+            } else {
+                (k, Value::Nil, -2)
+            }
+        })
+        .collect()
+}
+
+/// Rewrites the AOF (`BGREWRITEAOF`) and waits until the rewrite has
+/// succeeded.
+pub fn rewrite_aof(c: &mut redis::Connection) {
+    cmd(c, "BGREWRITEAOF").unwrap();
+    eventually("AOF rewrite", || {
+        let info: String = redis::cmd("INFO").arg("persistence").query(c).unwrap();
+        info.contains("aof_rewrite_in_progress:0")
+            && info.contains("aof_rewrite_scheduled:0")
+            && info.contains("aof_last_bgrewrite_status:ok")
+    });
 }
 
 /// `PEXPIRETIME key`: the absolute expiry in Unix ms, -1 without one, -2
