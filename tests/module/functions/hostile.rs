@@ -6,27 +6,14 @@
 
 use crate::support::*;
 use crate::twin::diff::Pair;
+use crate::twin::gen::GRAMMAR_WORDS;
 use crate::twin::*;
 
-const COMMANDS: [&str; 15] = [
-    "cl.throttle",
-    "cl.peek",
-    "cl.reserve",
-    "cl.refund",
-    "cl.throttleall",
-    "sw.allow",
-    "sw.peek",
-    "sw.refund",
-    "fw.incr",
-    "fw.peek",
-    "fw.refund",
-    "cc.acquire",
-    "cc.release",
-    "cc.renew",
-    "cc.peek",
-];
+/// The twin's commands: the users' but `CL.LIMIT`, the last.
+const COMMANDS: &[&str] = USER_COMMANDS.split_last().unwrap().1;
 
-const WORDS: [&str; 48] = [
+/// Numbers and durations, odd or not.
+const NUMBERS: &[&str] = &[
     "0",
     "1",
     "2",
@@ -58,24 +45,11 @@ const WORDS: [&str; 48] = [
     "1d",
     "0.5ms",
     "1w",
-    "MS",
     "ms",
-    "APPROX",
-    "ALIGN",
-    "TZ",
-    "ID",
-    "MAXWAIT",
-    "QUANTITY",
-    "GCRA",
-    "SW",
-    "FW",
-    "+09:00",
-    "-12:00",
-    "+14:01",
-    "day",
-    "month",
-    "UTC",
 ];
+
+/// Zones and calendar units.
+const ZONES: &[&str] = &["+09:00", "-12:00", "+14:01", "day", "month", "UTC"];
 
 fn word(rng: &mut Rng) -> Vec<u8> {
     match rng.below(10) {
@@ -84,9 +58,12 @@ fn word(rng: &mut Rng) -> Vec<u8> {
         2 => (0..1 + rng.below(40))
             .map(|_| b'0' + rng.below(10) as u8)
             .collect(),
-        _ => WORDS[rng.below(WORDS.len() as u64) as usize]
-            .as_bytes()
-            .to_vec(),
+        _ => {
+            let words = [NUMBERS, &GRAMMAR_WORDS, ZONES].concat();
+            words[rng.below(words.len() as u64) as usize]
+                .as_bytes()
+                .to_vec()
+        }
     }
 }
 
@@ -172,7 +149,7 @@ fn random_arguments_answer_as_the_module_and_never_break_the_twin() {
             .unwrap();
     }
     // Functions called with other than one key (FCALL fn 0, fn 2 k k).
-    for command in COMMANDS {
+    for &command in COMMANDS {
         for keys in [0, 2] {
             for args in [0, 3, 8] {
                 let mut call = match &pair.twin {

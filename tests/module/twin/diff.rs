@@ -41,20 +41,9 @@ impl Pair {
     /// The twin's words: twin keys, and generated ids as the twin knows
     /// them.
     pub fn twin_side(&self, words: &[Vec<u8>]) -> Vec<Vec<u8>> {
-        let keys = key_range(words);
-        words
-            .iter()
-            .enumerate()
-            .map(|(i, w)| {
-                if keys.contains(&i) {
-                    twin_key(w)
-                } else if let Some(id) = self.ids.get(w) {
-                    id.clone()
-                } else {
-                    w.clone()
-                }
-            })
-            .collect()
+        renamed(words, twin_key, |w| {
+            self.ids.get(w).cloned().unwrap_or_else(|| w.to_vec())
+        })
     }
 
     fn context(&self, words: &[Vec<u8>]) -> String {

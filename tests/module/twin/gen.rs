@@ -8,6 +8,12 @@ use crate::support::{Rng, MS, SEC};
 
 pub const KINDS: [&str; 4] = ["cl", "sw", "fw", "cc"];
 
+/// The grammar's own words (docs/grammar.md): flags, keywords and limiter
+/// kinds, which hostile calls put where a value is due, or twice.
+pub const GRAMMAR_WORDS: [&str; 10] = [
+    "MS", "ALIGN", "APPROX", "TZ", "ID", "MAXWAIT", "QUANTITY", "GCRA", "SW", "FW",
+];
+
 /// Keys of every type the module does not own, created alike for the
 /// module and the twin before a workload.
 pub const OTHER_TYPES: [&str; 5] = [
@@ -246,7 +252,7 @@ impl Gen {
     /// One defect: a bad number, a dropped word, an unknown or repeated
     /// option, a keyword without its value, an extra word.
     pub fn defect(&mut self, words: &mut Vec<Vec<u8>>) {
-        let bad = [
+        let bad: Vec<&str> = [
             "-1",
             "abc",
             "",
@@ -272,16 +278,10 @@ impl Gen {
             "1_000",
             "\u{e9}",
             "APROX",
-            "MS",
-            "ALIGN",
-            "APPROX",
-            "TZ",
-            "ID",
-            "MAXWAIT",
-            "QUANTITY",
-            "GCRA",
-            "SW",
-            "FW",
+        ]
+        .iter()
+        .chain(&GRAMMAR_WORDS)
+        .chain(&[
             "+15:00",
             "+5:30",
             "0530",
@@ -292,7 +292,9 @@ impl Gen {
             "1d",
             "NaN",
             "inf",
-        ];
+        ])
+        .copied()
+        .collect();
         // CL.THROTTLEALL keeps its numkeys and as many words after it:
         // FCALL takes the count itself, so a call without them is no call
         // of the twin.

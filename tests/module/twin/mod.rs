@@ -201,17 +201,21 @@ fn split(words: &[Vec<u8>]) -> (String, Vec<Vec<u8>>, Vec<Vec<u8>>) {
 
 /// The command's words with each key renamed by `rename`.
 pub fn with_keys(words: &[Vec<u8>], rename: impl Fn(&[u8]) -> Vec<u8>) -> Vec<Vec<u8>> {
+    renamed(words, rename, <[u8]>::to_vec)
+}
+
+/// The command's words with each key renamed by `key` and every other
+/// word by `other`.
+pub fn renamed(
+    words: &[Vec<u8>],
+    key: impl Fn(&[u8]) -> Vec<u8>,
+    other: impl Fn(&[u8]) -> Vec<u8>,
+) -> Vec<Vec<u8>> {
     let keys = key_range(words);
     words
         .iter()
         .enumerate()
-        .map(|(i, w)| {
-            if keys.contains(&i) {
-                rename(w)
-            } else {
-                w.clone()
-            }
-        })
+        .map(|(i, w)| if keys.contains(&i) { key(w) } else { other(w) })
         .collect()
 }
 
