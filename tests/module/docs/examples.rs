@@ -56,19 +56,25 @@ fn python_servers() -> [Server; 2] {
     ]
 }
 
+/// The last of the 18 answers a headers example prints for a new user.
+const REFUSED: &str =
+    "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4";
+
+/// What a headers example prints for a new user: 18 answers, the first
+/// allowed with 15 left, the last refused.
+fn assert_headers_example(lines: &[String]) {
+    assert_eq!(lines.len(), 18);
+    assert_eq!(
+        lines[0],
+        "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
+    );
+    assert_eq!(lines[17], REFUSED);
+}
+
 #[test]
 fn python_example_sends_429_with_retry_after() {
     for s in python_servers() {
-        let lines = python(&s, "bob", "headers");
-        assert_eq!(lines.len(), 18);
-        assert_eq!(
-            lines[0],
-            "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
-        );
-        assert_eq!(
-            lines[17],
-            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
-        );
+        assert_headers_example(&python(&s, "bob", "headers"));
     }
 }
 
@@ -225,20 +231,8 @@ fn output_lines(out: std::process::Output, failed: &str) -> Vec<String> {
 #[test]
 fn node_example_sends_429_with_retry_after_with_or_without_the_module() {
     for s in python_servers() {
-        let lines = node(&s, "dora");
-        assert_eq!(lines.len(), 18);
-        assert_eq!(
-            lines[0],
-            "200 RateLimit-Limit: 16 RateLimit-Remaining: 15 RateLimit-Reset: 4"
-        );
-        assert_eq!(
-            lines[17],
-            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
-        );
+        assert_headers_example(&node(&s, "dora"));
         // The same key as the Python example's, in either engine.
-        assert_eq!(
-            python(&s, "dora", "headers")[0],
-            "429 RateLimit-Limit: 16 RateLimit-Remaining: 0 RateLimit-Reset: 64 Retry-After: 4"
-        );
+        assert_eq!(python(&s, "dora", "headers")[0], REFUSED);
     }
 }
