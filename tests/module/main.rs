@@ -3,6 +3,10 @@
 //! as a client does. `REDIS_SERVER` names the server binary; `scripts/test`
 //! runs the suite once per server of the matrix.
 
+// A folder groups a concern's files, one of which may carry its name
+// (`policies/policies.rs`).
+#![allow(clippy::module_inception)]
+
 mod support;
 mod twin;
 
