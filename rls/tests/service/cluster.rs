@@ -38,7 +38,7 @@ async fn three_masters() {
     not_near_hour_end();
     let nodes = cluster();
     let seeds = nodes.iter().map(|n| n.url()).collect::<Vec<_>>().join(",");
-    let window = now_secs() / 3600 * 3600;
+    let window = hour();
 
     // Reference mode: each descriptor's key on its own slot's node.
     let rls = Rls::start(&seeds, &[("c.yaml", CONFIG)], &[("REDIS_TYPE", "cluster")]);

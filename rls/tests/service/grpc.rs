@@ -76,8 +76,23 @@ descriptors:
       algorithm: gcra
 "#;
 
-fn codes(r: &envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse) -> Vec<i32> {
-    r.statuses.iter().map(|s| s.code).collect()
+/// The overall codes of `n` requests of one descriptor, one after the
+/// other.
+async fn overall_codes(
+    c: &mut Client,
+    domain: &str,
+    entries: &[(&str, &str)],
+    n: usize,
+) -> Vec<i32> {
+    let mut got = Vec::new();
+    for _ in 0..n {
+        got.push(
+            call(c, request(domain, vec![desc(entries)]))
+                .await
+                .overall_code,
+        );
+    }
+    got
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -112,7 +127,7 @@ async fn api_rules_and_counting() {
         assert!(reset > 0 && reset <= 3600, "{reset}");
     }
     assert_eq!(remaining, vec![(OK, 2), (OK, 1), (OK, 0), (OVER, 0)]);
-    let window = now_secs() / 3600 * 3600;
+    let window = hour();
     // The counter counts refused hits too, as the reference's INCRBY does.
     assert_eq!(redis.get_int(&format!("api_user_{u}_{window}")), 4);
     let ttl: i64 = redis
@@ -164,34 +179,13 @@ async fn api_rules_and_counting() {
     let r1 = call(&mut c, request("api", vec![d.clone()])).await;
     let r2 = call(&mut c, request("api", vec![d])).await;
     assert_eq!((r1.overall_code, r2.overall_code), (OK, OVER));
-    assert_eq!(
-        r1.statuses[0]
-            .current_limit
-            .as_ref()
-            .unwrap()
-            .requests_per_unit,
-        1
-    );
+    assert_eq!(limit_of(&r1), Some(1));
 
     // key+value before key only.
     let r = call(&mut c, request("api", vec![desc(&[("path", "/login")])])).await;
-    assert_eq!(
-        r.statuses[0]
-            .current_limit
-            .as_ref()
-            .unwrap()
-            .requests_per_unit,
-        2
-    );
+    assert_eq!(limit_of(&r), Some(2));
     let r = call(&mut c, request("api", vec![desc(&[("path", "/x")])])).await;
-    assert_eq!(
-        r.statuses[0]
-            .current_limit
-            .as_ref()
-            .unwrap()
-            .requests_per_unit,
-        50
-    );
+    assert_eq!(limit_of(&r), Some(50));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -303,12 +297,6 @@ async fn reload_good_bad_and_symlink_swap() {
         "domain: r\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, requests_per_unit: 1}\n";
     let rls = Rls::start(&redis.url(), &[("r.yaml", one)], &[]);
     let mut c = rls.client().await;
-    let limit_of = |r: &envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse| {
-        r.statuses[0]
-            .current_limit
-            .as_ref()
-            .map(|l| l.requests_per_unit)
-    };
     let k = unique("k");
     assert_eq!(
         limit_of(&call(&mut c, request("r", vec![desc(&[("k", &k)])])).await),
@@ -377,30 +365,20 @@ async fn extensions_gcra_sliding_shadow() {
 
     // GCRA, 2 per hour, burst defaults to a full window: 2 then refused.
     let g = unique("g");
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(
-            call(&mut c, request("ext", vec![desc(&[("gcra", &g)])]))
-                .await
-                .overall_code,
-        );
-    }
-    assert_eq!(got, vec![OK, OK, OVER]);
+    assert_eq!(
+        overall_codes(&mut c, "ext", &[("gcra", &g)], 3).await,
+        vec![OK, OK, OVER]
+    );
     assert!(redis
         .cmd(&["TYPE", &format!("ext_gcra_{g}_gcra")])
         .contains("string"));
 
     // Sliding window of 5 minutes, 2 allowed; the refusal wrote nothing.
     let s = unique("s");
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(
-            call(&mut c, request("ext", vec![desc(&[("sliding", &s)])]))
-                .await
-                .overall_code,
-        );
-    }
-    assert_eq!(got, vec![OK, OK, OVER]);
+    assert_eq!(
+        overall_codes(&mut c, "ext", &[("sliding", &s)], 3).await,
+        vec![OK, OK, OVER]
+    );
     assert!(
         redis
             .cmd(&["TYPE", &format!("ext_sliding_{s}_sw")])
@@ -442,7 +420,7 @@ async fn all_or_nothing_in_one_call() {
     let rls = Rls::start(&redis.url(), &[("ext.yaml", EXT)], &[]);
     let mut c = rls.client().await;
     let a = unique("a");
-    let window = now_secs() / 3600 * 3600;
+    let window = hour();
     for _ in 0..3 {
         call(
             &mut c,
@@ -564,8 +542,8 @@ async fn per_second_limits_on_their_own_redis() {
     )
     .await;
     assert_eq!(codes(&r), vec![OK, OK]);
-    let hour = now_secs() / 3600 * 3600;
-    assert_eq!(main.get_int(&format!("p_h_{u}_{hour}")), 1);
+    let window = hour();
+    assert_eq!(main.get_int(&format!("p_h_{u}_{window}")), 1);
     // The per-second counter expires within a second: check where the
     // command ran instead of looking for the key.
     let fw_calls = |r: &Redis| -> u64 {
@@ -601,7 +579,7 @@ descriptors:
 "#;
     let rls = Rls::start(&redis.url(), &[("w.yaml", cfg)], &[]);
     let mut c = rls.client().await;
-    let window = now_secs() / 3600 * 3600;
+    let window = hour();
     // share_threshold: every value matching doc* shares one counter.
     let mut got = Vec::new();
     for v in ["doc1", "docs.pdf", "doc-x"] {

@@ -54,13 +54,10 @@ fn wait_all_closed(what: &str, conns: &mut [TcpStream], within: Duration) {
     }
 }
 
-async fn limit_of(rls: &Rls, k: &str) -> Option<u32> {
+/// The limit the service now applies to `k` in domain `net`.
+async fn net_limit(rls: &Rls, k: &str) -> Option<u32> {
     let mut c = rls.client().await;
-    let r = call(&mut c, request("net", vec![desc(&[("k", k)])])).await;
-    r.statuses[0]
-        .current_limit
-        .as_ref()
-        .map(|l| l.requests_per_unit)
+    limit_of(&call(&mut c, request("net", vec![desc(&[("k", k)])])).await)
 }
 
 /// Waits until the service holds at most `cap` more descriptors than
@@ -133,9 +130,9 @@ async fn idle_grpc_connections_are_capped_and_closed() {
     // A new client gets in: a connection without the preface is closed
     // for it.
     let k = unique("k");
-    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    assert_eq!(net_limit(&rls, &k).await, Some(1));
     wait_all_closed("idle gRPC", &mut idle, Duration::from_secs(6));
-    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    assert_eq!(net_limit(&rls, &k).await, Some(1));
     // Past its handshake (the preface and an empty SETTINGS frame), a
     // connection without a request is closed after the idle bound.
     let mut quiet = TcpStream::connect(("127.0.0.1", rls.grpc_port)).unwrap();
@@ -213,7 +210,7 @@ async fn refused(rls: &Rls, errors: &mut u64, loads: &mut u64, why: &str, put: i
     });
     assert!(rls.log_text().contains(why), "{why}: {}", rls.log_text());
     assert_eq!(http_get(rls.http_port, "/healthcheck").unwrap().0, 200);
-    assert_eq!(limit_of(rls, &unique("k")).await, Some(1), "{why}");
+    assert_eq!(net_limit(rls, &unique("k")).await, Some(1), "{why}");
     for e in std::fs::read_dir(&dir).unwrap() {
         let p = e.unwrap().path();
         if p.file_name().unwrap() != "net.yaml" {
@@ -338,7 +335,7 @@ async fn a_slow_load_times_out_and_serving_goes_on() {
         rls.log_text()
     );
     assert_eq!(http_get(rls.http_port, "/healthcheck").unwrap().0, 200);
-    assert_eq!(limit_of(&rls, &unique("k")).await, Some(1));
+    assert_eq!(net_limit(&rls, &unique("k")).await, Some(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -347,7 +344,7 @@ async fn an_edit_that_keeps_size_and_mtime_reloads() {
     let redis = Redis::start();
     let rls = Rls::start(&redis.url(), &[("net.yaml", ONE)], &[]);
     let k = unique("k");
-    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    assert_eq!(net_limit(&rls, &k).await, Some(1));
     let p = data_dir(&rls).join("net.yaml");
     let before = std::fs::metadata(&p).unwrap();
     let edited = ONE.replace("requests_per_unit: 1", "requests_per_unit: 2");
@@ -371,7 +368,7 @@ async fn an_edit_that_keeps_size_and_mtime_reloads() {
     wait_until("the reload", Duration::from_secs(5), || {
         rls.metric("ratelimit_service_config_load_success") == 2
     });
-    assert_eq!(limit_of(&rls, &k).await, Some(2));
+    assert_eq!(net_limit(&rls, &k).await, Some(2));
 }
 
 const DETAILED: &str = "domain: det\ndescriptors:\n  - key: user\n    detailed_metric: true\n    rate_limit: {unit: hour, requests_per_unit: 100}\n";
@@ -604,7 +601,7 @@ async fn a_lost_stderr_never_stops_the_service() {
         &["/usr/bin/python3", "-c", dead_stderr],
     );
     let k = unique("k");
-    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    assert_eq!(net_limit(&rls, &k).await, Some(1));
     // A refused load (logged), then a good one: the watcher lives on.
     let dir = data_dir(&rls);
     std::fs::write(dir.join("bad.yaml"), "domain: [\n").unwrap();
@@ -619,6 +616,6 @@ async fn a_lost_stderr_never_stops_the_service() {
     wait_until("the reload", Duration::from_secs(8), || {
         rls.metric("ratelimit_service_config_load_success") == 2
     });
-    assert_eq!(limit_of(&rls, &k).await, Some(1));
+    assert_eq!(net_limit(&rls, &k).await, Some(1));
     assert_eq!(http_get(rls.http_port, "/healthcheck").unwrap().0, 200);
 }

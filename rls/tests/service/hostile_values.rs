@@ -5,16 +5,8 @@
 
 use crate::support::*;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
-use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitResponse;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use envoy_types::pb::google::protobuf::UInt64Value;
-
-fn codes(r: &RateLimitResponse) -> Vec<i32> {
-    r.statuses.iter().map(|s| s.code).collect()
-}
-
-fn remaining(r: &RateLimitResponse) -> Vec<u32> {
-    r.statuses.iter().map(|s| s.limit_remaining).collect()
-}
 
 fn with_hits(mut d: RateLimitDescriptor, hits: u64) -> RateLimitDescriptor {
     d.hits_addend = Some(UInt64Value { value: hits });
@@ -26,10 +18,6 @@ fn negative(d: RateLimitDescriptor, hits: u64) -> RateLimitDescriptor {
         is_negative_hits: true,
         ..with_hits(d, hits)
     }
-}
-
-fn hour() -> u64 {
-    now_secs() / 3600 * 3600
 }
 
 /// Past the module's counting limit (2^62) and up to 2^64 - 1.
@@ -484,34 +472,73 @@ descriptors:
     }
 }
 
+/// The main Redis and the per-second one with the service on both in
+/// all-or-nothing mode, domain `f`: `s` on the per-second Redis (an
+/// hour-long window of `s_limit` requests), `h` on the main one (100 an
+/// hour). One request for both is charged.
+struct Charged {
+    _rls: Rls,
+    c: Client,
+    main: Redis,
+    fast: Redis,
+    u: String,
+    /// The main Redis's counter of `h`.
+    key: String,
+}
+
+impl Charged {
+    async fn start(s_limit: u32) -> Charged {
+        not_near_hour_end();
+        let main = Redis::start();
+        let fast = Redis::start();
+        let cfg = format!(
+            "domain: f
+descriptors:
+  - key: s
+    rate_limit: {{unit: second, unit_multiplier: 3600, requests_per_unit: {s_limit}}}
+  - key: h
+    rate_limit: {{unit: hour, requests_per_unit: 100}}
+"
+        );
+        let rls = start_per_second(&main, &fast, "f.yaml", &cfg);
+        let c = rls.client().await;
+        let u = unique("u");
+        let mut t = Charged {
+            key: format!("f_h_{u}_{}", hour()),
+            main,
+            fast,
+            _rls: rls,
+            c,
+            u,
+        };
+        assert_eq!(t.call_both().await.overall_code, OK);
+        assert_eq!(t.main.get_int(&t.key), 1);
+        t
+    }
+
+    /// A request for both descriptors.
+    fn both(&self) -> RateLimitRequest {
+        request("f", vec![desc(&[("s", &self.u)]), desc(&[("h", &self.u)])])
+    }
+
+    async fn call_both(&mut self) -> RateLimitResponse {
+        let both = self.both();
+        call(&mut self.c, both).await
+    }
+}
+
 /// A Redis that fails after the other charged: the charges are given back
 /// and the request answers the error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_or_nothing_gives_back_when_the_other_redis_fails() {
-    not_near_hour_end();
-    let main = Redis::start();
-    let mut fast = Redis::start();
-    let cfg = "domain: f
-descriptors:
-  - key: s
-    rate_limit: {unit: second, unit_multiplier: 3600, requests_per_unit: 100}
-  - key: h
-    rate_limit: {unit: hour, requests_per_unit: 100}
-";
-    let rls = start_per_second(&main, &fast, "f.yaml", cfg);
-    let mut c = rls.client().await;
-    let u = unique("u");
-    let both = || request("f", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]);
-    assert_eq!(call(&mut c, both()).await.overall_code, OK);
-    let key = format!("f_h_{u}_{}", hour());
-    assert_eq!(main.get_int(&key), 1);
-    fast.stop();
-    let e = c
-        .should_rate_limit(both())
-        .await
-        .expect_err("the per-second Redis is down");
+    let mut t = Charged::start(100).await;
+    t.fast.stop();
+    let e =
+        t.c.should_rate_limit(t.both())
+            .await
+            .expect_err("the per-second Redis is down");
     assert!(e.message().starts_with("redis error"), "{e:?}");
-    assert_eq!(main.get_int(&key), 1);
+    assert_eq!(t.main.get_int(&t.key), 1);
 }
 
 /// A client that gives up (Envoy's deadline is 20 ms by default) while
@@ -519,36 +546,23 @@ descriptors:
 /// the main Redis's charge of a refused request is given back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_or_nothing_gives_back_when_the_client_gives_up() {
-    not_near_hour_end();
-    let main = Redis::start();
-    let fast = Redis::start();
-    let cfg = "domain: f
-descriptors:
-  - key: s
-    rate_limit: {unit: second, unit_multiplier: 3600, requests_per_unit: 1}
-  - key: h
-    rate_limit: {unit: hour, requests_per_unit: 100}
-";
-    let rls = start_per_second(&main, &fast, "f.yaml", cfg);
-    let mut c = rls.client().await;
-    let u = unique("u");
-    let both = || request("f", vec![desc(&[("s", &u)]), desc(&[("h", &u)])]);
-    assert_eq!(call(&mut c, both()).await.overall_code, OK);
-    let key = format!("f_h_{u}_{}", hour());
-    assert_eq!(main.get_int(&key), 1);
+    let mut t = Charged::start(1).await;
     // The per-second Redis answers 1 s late; the client waits 200 ms.
-    fast.cmd(&["CLIENT", "PAUSE", "1000", "ALL"]);
-    let mut r = tonic::Request::new(both());
+    t.fast.cmd(&["CLIENT", "PAUSE", "1000", "ALL"]);
+    let mut r = tonic::Request::new(t.both());
     r.set_timeout(std::time::Duration::from_millis(200));
-    assert!(c.should_rate_limit(r).await.is_err(), "the client gave up");
+    assert!(
+        t.c.should_rate_limit(r).await.is_err(),
+        "the client gave up"
+    );
     // Refused by the per-second limit: the hour's charge is given back
     // once the per-second Redis answers.
     wait_until(
         "the hour's charge given back",
         std::time::Duration::from_secs(8),
-        || main.get_int(&key) == 1,
+        || t.main.get_int(&t.key) == 1,
     );
-    let r = call(&mut c, both()).await;
+    let r = t.call_both().await;
     assert_eq!(r.overall_code, OVER);
-    assert_eq!(main.get_int(&key), 1);
+    assert_eq!(t.main.get_int(&t.key), 1);
 }

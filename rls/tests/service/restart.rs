@@ -16,7 +16,7 @@ async fn restart_during_traffic_loses_no_acknowledged_count() {
     let mut redis = Redis::start_with(&["--appendonly", "yes", "--appendfsync", "always"]);
     let rls = Rls::start(&redis.url(), &[("r.yaml", CONFIG)], &[]);
     let k = unique("k");
-    let window = now_secs() / 3600 * 3600;
+    let window = hour();
     let (acked, failed, stop) = (
         Arc::new(AtomicU64::new(0)),
         Arc::new(AtomicU64::new(0)),

@@ -52,7 +52,7 @@ async fn failover_to_the_replica() {
     );
     let mut c = rls.client().await;
     let k = unique("k");
-    let window = now_secs() / 3600 * 3600;
+    let window = hour();
     let key = format!("s_k_{k}_{window}");
     for _ in 0..5 {
         assert_eq!(

@@ -137,7 +137,10 @@ impl Redis {
 /// The test kit's spec for a server with the module and `config`, given as
 /// `--name value` words.
 fn spec(config: &[&str]) -> testkit::Spec {
-    assert!(config.len() % 2 == 0, "not --name value pairs: {config:?}");
+    assert!(
+        config.len().is_multiple_of(2),
+        "not --name value pairs: {config:?}"
+    );
     let mut spec = testkit::Spec::default();
     for pair in config.chunks(2) {
         let name = pair[0].strip_prefix("--").expect("a --name");
@@ -308,7 +311,7 @@ impl Rls {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    pub async fn client(&self) -> RateLimitServiceClient<Channel> {
+    pub async fn client(&self) -> Client {
         RateLimitServiceClient::connect(format!("http://127.0.0.1:{}", self.grpc_port))
             .await
             .expect("grpc connect")
@@ -384,14 +387,32 @@ pub fn request(domain: &str, descriptors: Vec<RateLimitDescriptor>) -> RateLimit
     }
 }
 
-pub async fn call(
-    c: &mut RateLimitServiceClient<Channel>,
-    r: RateLimitRequest,
-) -> RateLimitResponse {
+/// A gRPC client of the service.
+pub type Client = RateLimitServiceClient<Channel>;
+
+pub async fn call(c: &mut Client, r: RateLimitRequest) -> RateLimitResponse {
     c.should_rate_limit(r)
         .await
         .expect("ShouldRateLimit")
         .into_inner()
+}
+
+/// Each descriptor's code.
+pub fn codes(r: &RateLimitResponse) -> Vec<i32> {
+    r.statuses.iter().map(|s| s.code).collect()
+}
+
+/// Each descriptor's `limit_remaining`.
+pub fn remaining(r: &RateLimitResponse) -> Vec<u32> {
+    r.statuses.iter().map(|s| s.limit_remaining).collect()
+}
+
+/// The first descriptor's limit (its `requests_per_unit`), if it has one.
+pub fn limit_of(r: &RateLimitResponse) -> Option<u32> {
+    r.statuses[0]
+        .current_limit
+        .as_ref()
+        .map(|l| l.requests_per_unit)
 }
 
 pub const OK: i32 = 1;
@@ -407,6 +428,12 @@ pub fn now_secs() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_secs()
+}
+
+/// The start of the current hour (Unix seconds): the window of an hourly
+/// limit, which ends its counter's key.
+pub fn hour() -> u64 {
+    now_secs() / 3600 * 3600
 }
 
 /// Waits out the last minute of the current hour so that a test counting
