@@ -486,6 +486,17 @@ def memory():
         server.stop()
 
 
+def varint(v: int) -> bytes:
+    """An unsigned varint (7 bits a byte, the lowest first), as SW.LOAD's
+    and CC.LOAD's payloads write integers."""
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
 def huge_log(n: int):
     """Single calls (SLOWLOG, server-side µs) on a sliding log of `n`
     requests: the median and the worst of several, and what DUMP, SAVE and
@@ -496,13 +507,6 @@ def huge_log(n: int):
     rows = []
 
     def payload(window_ns: int, first_ns: int, delta_ns: int) -> bytes:
-        def varint(v):
-            out = bytearray()
-            while v >= 0x80:
-                out.append((v & 0x7F) | 0x80)
-                v >>= 7
-            out.append(v)
-            return bytes(out)
         last = first_ns + (n - 1) * delta_ns
         head = b"E" + window_ns.to_bytes(8, "little") + b"\x01" + varint(n) + varint(n) + varint(first_ns) + varint(last)
         return head + b"\x00" + varint(delta_ns << 1) * (n - 1)

@@ -62,22 +62,13 @@ class Server(run.Server):
         self.copies.cleanup()
 
 
-def varint(v: int) -> bytes:
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
 def lease_payload(n: int, expires_at_ns: int) -> bytes:
     """What `CC.LOAD` takes: version 1, the count, then each lease's id
     (length and bytes) and expiry (core/src/lease.rs)."""
-    parts = [b"\x01", varint(n)]
+    parts = [b"\x01", run.varint(n)]
     for i in range(n):
         lease_id = b"lease-%032d" % i
-        parts += [varint(len(lease_id)), lease_id, varint(expires_at_ns)]
+        parts += [run.varint(len(lease_id)), lease_id, run.varint(expires_at_ns)]
     return b"".join(parts)
 
 
