@@ -77,7 +77,8 @@ def start(modules: Sequence[Path | str], server: Path | str | None = None,
     """A server with these modules loaded (none if empty): the kit's answer
     (`id`, `port`, `pid`, `dir`, `log`)."""
     words: list[object] = ["server"]
-    words += [w for m in modules for w in ("--module", m)] or ["--no-module"]
+    # Absolute: the server changes to its own directory before it loads them.
+    words += [w for m in modules for w in ("--module", Path(m).resolve())] or ["--no-module"]
     if server is not None:
         words += ["--server", server]
     for name, value in config:
