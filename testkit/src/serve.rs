@@ -15,6 +15,8 @@
 //! restart ID                    server ID killed and started again on its
 //!                               port and directory
 //! stop ID                       server, cluster or sentinel ID killed
+//! port                          a free port by the kit's rule, for a
+//!                               listener of the caller's own (`{"port":N}`)
 //!
 //! OPTIONS:
 //!   --server PATH               the binary ($REDIS_SERVER, or redis-server)
@@ -182,6 +184,7 @@ impl Kit {
                 }
                 Ok(format!("{{\"stopped\":{id}}}"))
             }
+            "port" => Ok(format!("{{\"port\":{}}}", crate::free_port())),
             other => Err(format!("unknown request {other}")),
         }
     }
