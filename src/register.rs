@@ -348,13 +348,30 @@ impl ArgArena {
     /// The arguments as a terminated array, their sub-arguments included.
     fn args(&mut self, args: &[Arg]) -> Result<*mut raw::RedisModuleCommandArg, ()> {
         let mut array = Vec::with_capacity(args.len() + 1);
+        self.push_args(&mut array, args)?;
+        // SAFETY: the all-zero argument is the documented terminator.
+        array.push(unsafe { std::mem::zeroed() });
+        let ptr = array.as_mut_ptr();
+        self.arrays.push(array);
+        Ok(ptr)
+    }
+
+    /// Appends the arguments to `array`, an inline run's in its place.
+    fn push_args(
+        &mut self,
+        array: &mut Vec<raw::RedisModuleCommandArg>,
+        args: &[Arg],
+    ) -> Result<(), ()> {
         for arg in args {
             // SAFETY: an all-zero argument is plain data (null pointers,
             // zero type and flags), filled in below.
             let mut slot: raw::RedisModuleCommandArg = unsafe { std::mem::zeroed() };
-            slot.name = self.text(arg.name)?;
             slot.key_spec_index = -1;
             slot.type_ = match arg.kind {
+                ArgKind::Inline(run) => {
+                    self.push_args(array, run)?;
+                    continue;
+                }
                 ArgKind::Key => {
                     slot.key_spec_index = 0;
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_KEY
@@ -374,6 +391,7 @@ impl ArgArena {
                     raw::RedisModuleCommandArgType_REDISMODULE_ARG_TYPE_BLOCK
                 }
             };
+            slot.name = self.text(arg.name)?;
             if let Some(token) = arg.token {
                 slot.token = self.text(token)?;
             }
@@ -385,11 +403,7 @@ impl ArgArena {
             }
             array.push(slot);
         }
-        // SAFETY: the all-zero argument is the documented terminator.
-        array.push(unsafe { std::mem::zeroed() });
-        let ptr = array.as_mut_ptr();
-        self.arrays.push(array);
-        Ok(ptr)
+        Ok(())
     }
 }
 

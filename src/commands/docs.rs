@@ -29,6 +29,9 @@ pub enum ArgKind {
     OneOf(&'static [Arg]),
     /// All of these, in this order.
     Block(&'static [Arg]),
+    /// These arguments in place, as if written out here: a run several
+    /// commands share (a limiter's parameters). Not an argument itself.
+    Inline(&'static [Arg]),
 }
 
 pub struct Docs {
@@ -88,6 +91,11 @@ pub const fn block(word: &'static str, args: &'static [Arg]) -> Arg {
     }
 }
 
+/// Arguments shared by several commands, in place (see [`ArgKind::Inline`]).
+pub const fn inline(args: &'static [Arg]) -> Arg {
+    arg("", Inline(args))
+}
+
 pub const fn keyword_required(token: &'static str, name: &'static str, kind: ArgKind) -> Arg {
     Arg {
         token: Some(token),
@@ -104,6 +112,20 @@ pub const fn keyword(token: &'static str, name: &'static str, kind: ArgKind) -> 
 }
 
 use ArgKind::*;
+
+/// The parameters of a GCRA limiter, as `CL.THROTTLE` takes them.
+pub const GCRA_LIMITER: Arg = inline(&[
+    arg("max_burst", Integer),
+    arg("count_per_period", Integer),
+    arg("period", Duration),
+]);
+
+/// The parameters of a sliding window limiter, as `SW.ALLOW` takes them
+/// (its `APPROX` flag apart).
+pub const SW_LIMITER: Arg = inline(&[arg("limit", Integer), arg("window", Duration)]);
+
+/// The parameters of a fixed window limiter, as `FW.INCR` takes them.
+pub const FW_LIMITER: Arg = inline(&[arg("limit", Integer), WINDOW_OR_UNIT]);
 
 /// A fixed window's length (`ALIGN` to start windows at multiples of it
 /// since the Unix epoch), or a calendar unit in a time zone.
@@ -136,6 +158,6 @@ pub mod vocabulary {
     pub use super::ArgKind::{self, *};
     pub use super::{
         arg, block, flag, keyword, keyword_required, multiple, optional, word, Docs, CALENDAR_UNIT,
-        WINDOW_OR_UNIT,
+        FW_LIMITER, GCRA_LIMITER, SW_LIMITER,
     };
 }

@@ -29,8 +29,7 @@ command! {
         arity: -4,
         args: &[
             arg("key", Key),
-            arg("limit", Integer),
-            WINDOW_OR_UNIT,
+            FW_LIMITER,
             optional("quantity", Integer),
             flag("MS"),
             flag("SHADOW"),
@@ -48,8 +47,7 @@ command! {
         arity: -4,
         args: &[
             arg("key", Key),
-            arg("limit", Integer),
-            WINDOW_OR_UNIT,
+            FW_LIMITER,
             flag("MS"),
         ],
     },

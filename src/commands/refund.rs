@@ -68,9 +68,7 @@ command! {
         arity: -6,
         args: &[
             arg("key", Key),
-            arg("max_burst", Integer),
-            arg("count_per_period", Integer),
-            arg("period", Duration),
+            GCRA_LIMITER,
             arg("quantity", Integer),
             flag("MS"),
         ],
@@ -87,8 +85,7 @@ command! {
         arity: -5,
         args: &[
             arg("key", Key),
-            arg("limit", Integer),
-            arg("window", Duration),
+            SW_LIMITER,
             arg("quantity", Integer),
             flag("APPROX"),
             flag("MS"),

@@ -62,9 +62,7 @@ command! {
         arity: -5,
         args: &[
             arg("key", Key),
-            arg("max_burst", Integer),
-            arg("count_per_period", Integer),
-            arg("period", Duration),
+            GCRA_LIMITER,
             optional("quantity", Integer),
             keyword_required("MAXWAIT", "duration", Duration),
             flag("MS"),

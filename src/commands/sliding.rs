@@ -5,12 +5,13 @@
 //! `SW.RECORD` and `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`
 //! (replication, AOF) and `SW.LOAD key payload` (AOF rewrite).
 
-use super::{limit_command, open_key, peek_command};
+use super::docs::vocabulary::{arg, flag, optional, ArgKind, Docs};
+use super::{limit_command, open_key, peek_command, Arg};
 use crate::args::Args;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter::{self, Kind};
-use crate::store::Access;
+use crate::store::{Access, Key};
 use crate::types::WINDOW_TYPE;
 use cell_core::window_state::WindowState;
 use redis_module::Context;
@@ -28,20 +29,27 @@ pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 /// the AOF receive for every allowed `SW.ALLOW`, so they hold the master's
 /// state exactly.
 pub fn record(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    let (window, at, quantity, approx) = effect(args, error::BAD_RECORD)?;
-    let mut key = open_key(ctx, args, Access::Write)?;
-    limiter::record(&mut key, window, at, quantity, approx)?;
-    ctx.replicate_verbatim();
-    Ok(Reply::Ok)
+    replay(ctx, args, error::BAD_RECORD, limiter::record)
 }
 
 /// `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`: gives back
 /// `quantity` at an explicit time. It is what replicas and the AOF receive
 /// for every `SW.REFUND`, so they hold the master's state exactly.
 pub fn unrecord(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    let (window, at, quantity, approx) = effect(args, error::BAD_UNRECORD)?;
+    replay(ctx, args, error::BAD_UNRECORD, limiter::unrecord)
+}
+
+/// Applies a window effect to the key with `apply` (its arguments checked
+/// as [`effect`] checks them) and replicates it as it came.
+fn replay<T>(
+    ctx: &Context,
+    args: &Args,
+    invalid: CmdError,
+    apply: fn(&mut Key, i64, i64, i64, bool) -> Result<T, CmdError>,
+) -> Result<Reply, CmdError> {
+    let (window, at, quantity, approx) = effect(args, invalid)?;
     let mut key = open_key(ctx, args, Access::Write)?;
-    limiter::unrecord(&mut key, window, at, quantity, approx)?;
+    apply(&mut key, window, at, quantity, approx)?;
     ctx.replicate_verbatim();
     Ok(Reply::Ok)
 }
@@ -98,8 +106,7 @@ command! {
         arity: -4,
         args: &[
             arg("key", Key),
-            arg("limit", Integer),
-            arg("window", Duration),
+            SW_LIMITER,
             optional("quantity", Integer),
             flag("APPROX"),
             flag("MS"),
@@ -118,8 +125,7 @@ command! {
         arity: -4,
         args: &[
             arg("key", Key),
-            arg("limit", Integer),
-            arg("window", Duration),
+            SW_LIMITER,
             flag("APPROX"),
             flag("MS"),
         ],
@@ -131,36 +137,31 @@ command! {
     SW_RECORD: "sw.record" => record,
     flags: "write deny-oom",
     keys: First, key_use: Update, role: Effect,
-    docs: Docs {
-        summary: "Records a request in a sliding window at an explicit time (the effect SW.ALLOW replicates).",
-        complexity: "O(1) amortised",
-        arity: -4,
-        args: &[
-            arg("key", Key),
-            arg("window_ns", Integer),
-            arg("at_ns", Integer),
-            optional("quantity", Integer),
-            flag("APPROX"),
-        ],
-    },
+    docs: window_effect("Records a request in a sliding window at an explicit time (the effect SW.ALLOW replicates)."),
 }
 
 command! {
     SW_UNRECORD: "sw.unrecord" => unrecord,
     flags: "write",
     keys: First, key_use: Delete, role: Effect,
-    docs: Docs {
-        summary: "Gives back `quantity` in a sliding window at an explicit time (the effect SW.REFUND replicates).",
+    docs: window_effect("Gives back `quantity` in a sliding window at an explicit time (the effect SW.REFUND replicates)."),
+}
+
+/// The docs of a window effect: `key window_ns at_ns [quantity] [APPROX]`.
+const fn window_effect(summary: &'static str) -> Docs {
+    const ARGS: &[Arg] = &[
+        arg("key", ArgKind::Key),
+        arg("window_ns", ArgKind::Integer),
+        arg("at_ns", ArgKind::Integer),
+        optional("quantity", ArgKind::Integer),
+        flag("APPROX"),
+    ];
+    Docs {
+        summary,
         complexity: "O(1) amortised",
         arity: -4,
-        args: &[
-            arg("key", Key),
-            arg("window_ns", Integer),
-            arg("at_ns", Integer),
-            optional("quantity", Integer),
-            flag("APPROX"),
-        ],
-    },
+        args: ARGS,
+    }
 }
 
 command! {

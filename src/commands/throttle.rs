@@ -29,9 +29,7 @@ command! {
         arity: -5,
         args: &[
             arg("key", Key),
-            arg("max_burst", Integer),
-            arg("count_per_period", Integer),
-            arg("period", Duration),
+            GCRA_LIMITER,
             optional("quantity", Integer),
             flag("MS"),
             flag("SHADOW"),
@@ -49,9 +47,7 @@ command! {
         arity: -5,
         args: &[
             arg("key", Key),
-            arg("max_burst", Integer),
-            arg("count_per_period", Integer),
-            arg("period", Duration),
+            GCRA_LIMITER,
             flag("MS"),
         ],
     },

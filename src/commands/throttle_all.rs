@@ -467,19 +467,9 @@ command! {
             multiple(
                 "limiter",
                 OneOf(&[
-                    block(
-                        "GCRA",
-                        &[
-                            arg("max_burst", Integer),
-                            arg("count_per_period", Integer),
-                            arg("period", Duration),
-                        ],
-                    ),
-                    block(
-                        "SW",
-                        &[arg("limit", Integer), arg("window", Duration), flag("APPROX")],
-                    ),
-                    block("FW", &[arg("limit", Integer), WINDOW_OR_UNIT]),
+                    block("GCRA", &[GCRA_LIMITER]),
+                    block("SW", &[SW_LIMITER, flag("APPROX")]),
+                    block("FW", &[FW_LIMITER]),
                     block("POLICY", &[arg("name", ArgKind::String)]),
                 ]),
             ),
