@@ -11,7 +11,7 @@
 //! and `HELP` work everywhere.
 
 use super::docs::vocabulary::{arg, flag, keyword, ArgKind, Docs};
-use super::Subcommand;
+use super::{Arg, Subcommand};
 use crate::acl;
 use crate::args::Args;
 use crate::error::{self, CmdError};
@@ -372,18 +372,10 @@ command! {
             arg(
                 "subcommand",
                 OneOf(&[
-                    block(
-                        "SET",
-                        &[
-                            arg("name", ArgKind::String),
-                            arg("limiter", ArgKind::String),
-                            flag("SHADOW"),
-                            keyword("TRIAL", "limiter", ArgKind::String),
-                        ],
-                    ),
-                    block("GET", &[arg("name", ArgKind::String)]),
-                    block("DEL", &[arg("name", ArgKind::String)]),
-                    block("PROMOTE", &[arg("name", ArgKind::String)]),
+                    block("SET", SET_ARGS),
+                    block("GET", NAME),
+                    block("DEL", NAME),
+                    block("PROMOTE", NAME),
                     word("LIST"),
                     word("HELP"),
                 ]),
@@ -426,39 +418,41 @@ const POLICY_SUBCOMMANDS: &[Subcommand] = &[
     },
 ];
 
+/// `SET name limiter [SHADOW] [TRIAL limiter]`.
+const SET_ARGS: &[Arg] = &[
+    arg("name", ArgKind::String),
+    arg("limiter", ArgKind::String),
+    flag("SHADOW"),
+    keyword("TRIAL", "limiter", ArgKind::String),
+];
+
+/// The argument of `GET`, `DEL` and `PROMOTE`: a policy's name.
+const NAME: &[Arg] = &[arg("name", ArgKind::String)];
+
 const CL_POLICY_SET: Docs = Docs {
     summary:
         "Creates or replaces the named policy (live, no reset); a write: replicated and saved.",
     complexity: "O(1)",
     arity: 0,
-    args: &[
-        arg("name", ArgKind::String),
-        arg("limiter", ArgKind::String),
-        flag("SHADOW"),
-        keyword("TRIAL", "limiter", ArgKind::String),
-    ],
+    args: SET_ARGS,
 };
 
-const CL_POLICY_PROMOTE: Docs = Docs {
-    summary: "Makes the named policy's trial its limiter (live, as SET), and ends the trial; a write: replicated and saved.",
-    complexity: "O(1)",
-    arity: 0,
-    args: &[arg("name", ArgKind::String)],
-};
+const CL_POLICY_PROMOTE: Docs = by_name("Makes the named policy's trial its limiter (live, as SET), and ends the trial; a write: replicated and saved.");
 
-const CL_POLICY_GET: Docs = Docs {
-    summary: "Answers the named policy's limiter, shadow flag and counters.",
-    complexity: "O(1)",
-    arity: 0,
-    args: &[arg("name", ArgKind::String)],
-};
+const CL_POLICY_GET: Docs =
+    by_name("Answers the named policy's limiter, shadow flag and counters.");
 
-const CL_POLICY_DEL: Docs = Docs {
-    summary: "Removes the named policy; answers 1, or 0 if there was none.",
-    complexity: "O(1)",
-    arity: 0,
-    args: &[arg("name", ArgKind::String)],
-};
+const CL_POLICY_DEL: Docs = by_name("Removes the named policy; answers 1, or 0 if there was none.");
+
+/// The docs of a subcommand that takes a policy's name, in O(1).
+const fn by_name(summary: &'static str) -> Docs {
+    Docs {
+        summary,
+        complexity: "O(1)",
+        arity: 0,
+        args: NAME,
+    }
+}
 
 const CL_POLICY_LIST: Docs = Docs {
     summary: "Names every policy, sorted.",
