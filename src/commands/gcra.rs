@@ -12,6 +12,7 @@
 
 use super::{enforce, Watch};
 use crate::args::Args;
+use crate::clock;
 use crate::error::{self, CmdError};
 use crate::handler::Reply;
 use crate::limiter::Limiter;
@@ -53,6 +54,7 @@ pub fn gcra(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         tokens,
         Unit::Seconds,
         Watch::default(),
+        clock::now_nanos(),
     )
 }
 

@@ -6,7 +6,7 @@
 //! `CL.TOP`. A policy's trial then runs on its own key at the same
 //! instant (see `trial`), which changes nothing of the call's.
 
-use super::{enforce, enforce_at, trial, unit, Watch};
+use super::{enforce, trial, unit, Watch};
 use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
@@ -27,11 +27,8 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         policy: Some(name),
     };
     let quantity = options.quantity.unwrap_or(1);
-    let Some(t) = found.trial else {
-        return enforce(ctx, args, found.limiter, quantity, unit(&options), watch);
-    };
     let now = clock::now_nanos();
-    let reply = enforce_at(
+    let reply = enforce(
         ctx,
         args,
         found.limiter,
@@ -40,8 +37,10 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
         watch,
         now,
     )?;
-    let key = args.word(1);
-    trial::run(ctx, name, key, &t, now, quantity, &|n| n == key);
+    if let Some(t) = found.trial {
+        let key = args.word(1);
+        trial::run(ctx, name, key, &t, now, quantity, &|n| n == key);
+    }
     Ok(reply)
 }
 

@@ -179,6 +179,7 @@ fn limit_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdErr
         quantity,
         unit(&read.options),
         watch,
+        clock::now_nanos(),
     )
 }
 
@@ -222,33 +223,13 @@ pub struct Watch<'a> {
     pub policy: Option<&'a [u8]>,
 }
 
-/// The shape of every single-limiter command that writes: [`single`], then
-/// the policy's counters and the refusal's record for `CL.TOP`, and in
-/// shadow mode a refusal answered as allowed (`limited` 0, `retry_after`
-/// -1, the other three integers as enforced). What is written is what
-/// enforcing writes.
+/// The shape of every single-limiter command that writes, at the instant
+/// `now` (read once by the caller, which may decide something else at the
+/// same instant): [`single`], then the policy's counters and the refusal's
+/// record for `CL.TOP`, and in shadow mode a refusal answered as allowed
+/// (`limited` 0, `retry_after` -1, the other three integers as enforced).
+/// What is written is what enforcing writes.
 fn enforce(
-    ctx: &Context,
-    args: &Args,
-    limiter: Limiter,
-    quantity: i64,
-    unit: Unit,
-    watch: Watch,
-) -> Result<Reply, CmdError> {
-    enforce_at(
-        ctx,
-        args,
-        limiter,
-        quantity,
-        unit,
-        watch,
-        clock::now_nanos(),
-    )
-}
-
-/// [`enforce`] at the instant `now` (read once by the caller, which decides
-/// something else at the same instant).
-fn enforce_at(
     ctx: &Context,
     args: &Args,
     limiter: Limiter,
