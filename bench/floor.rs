@@ -202,22 +202,10 @@ static FLOOR_TYPE: RedisType = RedisType::new(
         version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(type_load),
         rdb_save: Some(type_save),
-        aof_rewrite: None,
-        mem_usage: None,
-        digest: None,
         free: Some(type_free),
-        aux_load: None,
-        aux_save: None,
-        aux_save2: None,
-        aux_save_triggers: 0,
-        free_effort: None,
-        unlink: None,
-        copy: None,
-        defrag: None,
-        copy2: None,
-        free_effort2: None,
-        mem_usage2: None,
-        unlink2: None,
+        // SAFETY: every other field is an optional callback or a number,
+        // for which all zeros is `None` or 0.
+        ..unsafe { std::mem::zeroed() }
     },
 );
 

@@ -65,27 +65,26 @@ pub static WINDOW_TYPE: RedisType =
 pub static LEASE_TYPE: RedisType =
     RedisType::new("cell-conc", ENCODING_VERSION, methods::<Leases>());
 
+/// The methods of a type that has none: a type's own list them and take
+/// the rest from here.
+pub const NO_METHODS: raw::RedisModuleTypeMethods = raw::RedisModuleTypeMethods {
+    version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
+    // SAFETY: every other field is an optional callback or a number, for
+    // which all zeros is `None` or 0.
+    ..unsafe { std::mem::zeroed() }
+};
+
 const fn methods<T: Stored>() -> raw::RedisModuleTypeMethods {
     raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(rdb_load::<T>),
         rdb_save: Some(rdb_save::<T>),
         aof_rewrite: Some(aof_rewrite::<T>),
         mem_usage: Some(mem_usage::<T>),
         digest: Some(digest::<T>),
         free: Some(free::<T>),
-        aux_load: None,
-        aux_save: None,
-        aux_save2: None,
-        aux_save_triggers: 0,
         free_effort: Some(free_effort::<T>),
-        unlink: None,
         copy: Some(copy::<T>),
-        defrag: None,
-        copy2: None,
-        free_effort2: None,
-        mem_usage2: None,
-        unlink2: None,
+        ..NO_METHODS
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::registry::{registry, Policy, Trial};
 use super::words::{made_from, split_trial};
+use crate::types::NO_METHODS;
 use cell_core::policy::{self, Counters, Saved};
 use cell_core::top::Seeded;
 use redis_module::native_types::RedisType;
@@ -26,25 +27,14 @@ pub static POLICY_TYPE: RedisType = RedisType::new(
     "cell-pols",
     AUX_VERSION,
     raw::RedisModuleTypeMethods {
-        version: raw::REDISMODULE_TYPE_METHOD_VERSION as u64,
         rdb_load: Some(no_key_load),
         rdb_save: Some(no_key_save),
-        aof_rewrite: None,
-        mem_usage: None,
-        digest: None,
         free: Some(no_key_free),
         aux_load: Some(aux_load),
         aux_save: Some(aux_save),
         aux_save2: Some(aux_save2),
         aux_save_triggers: raw::REDISMODULE_AUX_BEFORE_RDB as c_int,
-        free_effort: None,
-        unlink: None,
-        copy: None,
-        defrag: None,
-        copy2: None,
-        free_effort2: None,
-        mem_usage2: None,
-        unlink2: None,
+        ..NO_METHODS
     },
 );
 
