@@ -16,6 +16,7 @@
 
 use crate::reply::Verdict;
 use crate::saturate;
+use crate::sliding::Window;
 use crate::ParamError;
 
 /// The counter state: two adjacent fixed windows.
@@ -29,11 +30,12 @@ pub struct Counter {
     pub current: i64,
 }
 
+/// The sliding window counter, as an algorithm of [`Window`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ApproxWindow {
-    limit: i64,
-    window: i64,
-}
+pub enum Approx {}
+
+/// A sliding window decided with the counter.
+pub type ApproxWindow = Window<Approx>;
 
 /// What the counter decides for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,17 +51,6 @@ pub enum Decision {
 }
 
 impl ApproxWindow {
-    pub fn new(limit: i64, window: i64) -> Result<Self, ParamError> {
-        if limit < 0 || window < 1 {
-            return Err(ParamError::Overflow);
-        }
-        Ok(Self { limit, window })
-    }
-
-    pub fn window(&self) -> i64 {
-        self.window
-    }
-
     /// Whether a call at `now` stays within 64-bit nanoseconds: a state
     /// counted now expires at the end of the window after the current one
     /// (see [`crate::within_64_bits`]). [`ApproxWindow::decide`] assumes it.

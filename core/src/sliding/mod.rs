@@ -12,13 +12,24 @@ mod log;
 use crate::reply::Verdict;
 use crate::ParamError;
 pub use log::{Log, LogError, CHUNK_BYTES};
+use std::marker::PhantomData;
 
-/// Validated parameters of one sliding window limit.
+/// Validated parameters of one sliding window limit, decided by the
+/// algorithm `A`: the exact log ([`SlidingWindow`]) or the counter that
+/// approximates it ([`crate::sliding_approx::ApproxWindow`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SlidingWindow {
-    limit: i64,
-    window: i64,
+pub struct Window<A> {
+    pub(crate) limit: i64,
+    pub(crate) window: i64,
+    algorithm: PhantomData<A>,
 }
+
+/// The exact sliding window log, as an algorithm of [`Window`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exact {}
+
+/// A sliding window decided with the log.
+pub type SlidingWindow = Window<Exact>;
 
 /// What the log decides for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,19 +43,25 @@ pub enum Decision {
     NeverFits,
 }
 
-impl SlidingWindow {
+impl<A> Window<A> {
     /// `limit >= 0` and `window >= 1` (nanoseconds).
     pub fn new(limit: i64, window: i64) -> Result<Self, ParamError> {
         if limit < 0 || window < 1 {
             return Err(ParamError::Overflow);
         }
-        Ok(Self { limit, window })
+        Ok(Self {
+            limit,
+            window,
+            algorithm: PhantomData,
+        })
     }
 
     pub fn window(&self) -> i64 {
         self.window
     }
+}
 
+impl SlidingWindow {
     /// Whether a call at `now` stays within 64-bit nanoseconds: a request
     /// recorded now leaves the window at `now + window` (see
     /// [`crate::within_64_bits`]). [`SlidingWindow::decide`] assumes it.
