@@ -134,6 +134,28 @@ pub struct RateLimit {
 }
 
 impl RateLimit {
+    /// A limit as the reference knows them, and as a request's override
+    /// gives one: `requests_per_unit` in a fixed window of one `unit`,
+    /// nothing else set.
+    pub fn fixed_window(full_key: String, requests_per_unit: u32, unit: Unit) -> RateLimit {
+        RateLimit {
+            full_key,
+            requests_per_unit,
+            unit: Some(unit),
+            unit_multiplier: 1,
+            algorithm: Algorithm::FixedWindow,
+            burst: None,
+            unlimited: false,
+            shadow_mode: false,
+            quota_mode: false,
+            name: String::new(),
+            replaces: Vec::new(),
+            detailed_metric: false,
+            share_threshold_pattern: None,
+            is_override: false,
+        }
+    }
+
     /// The window length in seconds.
     pub fn window_seconds(&self) -> u64 {
         self.unit
@@ -738,24 +760,13 @@ impl Config {
     ) -> Option<RateLimit> {
         let root = self.domains.get(domain)?;
         if let Some(o) = limit_override {
-            let unit = Unit::from_proto(o.unit);
+            // An override with an unknown unit cannot be windowed: treat
+            // it as a limit of one second, as no valid Envoy config sends it.
+            let unit = Unit::from_proto(o.unit).unwrap_or(Unit::Second);
+            let key = descriptor_key(domain, entries);
             return Some(RateLimit {
-                full_key: descriptor_key(domain, entries),
-                requests_per_unit: o.requests_per_unit,
-                // An override with an unknown unit cannot be windowed: treat
-                // it as a limit of one second, as no valid Envoy config sends it.
-                unit: Some(unit.unwrap_or(Unit::Second)),
-                unit_multiplier: 1,
-                algorithm: Algorithm::FixedWindow,
-                burst: None,
-                unlimited: false,
-                shadow_mode: false,
-                quota_mode: false,
-                name: String::new(),
-                replaces: Vec::new(),
-                detailed_metric: false,
-                share_threshold_pattern: None,
                 is_override: true,
+                ..RateLimit::fixed_window(key, o.requests_per_unit, unit)
             });
         }
         let mut node = root;

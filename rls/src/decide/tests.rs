@@ -1,23 +1,8 @@
 use super::*;
-use crate::config::{Algorithm, RateLimit, Unit};
+use crate::config::{RateLimit, Unit};
 
 fn rl(rpu: u32) -> RateLimit {
-    RateLimit {
-        full_key: "d.k".into(),
-        requests_per_unit: rpu,
-        unit: Some(Unit::Minute),
-        unit_multiplier: 1,
-        algorithm: Algorithm::FixedWindow,
-        burst: None,
-        unlimited: false,
-        shadow_mode: false,
-        quota_mode: false,
-        name: String::new(),
-        replaces: vec![],
-        detailed_metric: false,
-        share_threshold_pattern: None,
-        is_override: false,
-    }
+    RateLimit::fixed_window("d.k".into(), rpu, Unit::Minute)
 }
 
 fn out(over: bool, before: u64, after: u64, cap: u64) -> Outcome {
