@@ -2,6 +2,7 @@
 //! Redis calls made directly, 1 and 3 descriptors, in one run.
 //! Usage: bench <rls grpc port> <redis port> <seconds per round> <concurrency> <mode: reference|all>
 
+use std::ops::AsyncFnMut;
 use std::time::{Duration, Instant};
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::{
@@ -11,6 +12,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::R
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use rls::config::{Config, ConfigFile, Entry};
 use rls::plan::{self, Charge, Mode};
+use tokio::task::JoinHandle;
 
 const CONFIG: &str = "domain: bench\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n  - key: c\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n";
 
@@ -46,6 +48,27 @@ fn summarize(mut lat: Vec<Duration>, secs: f64) -> Round {
     }
 }
 
+/// Makes calls one after the other for `secs`: how long each took.
+async fn latencies(secs: f64, mut call: impl AsyncFnMut()) -> Vec<Duration> {
+    let mut lat = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    while Instant::now() < end {
+        let s = Instant::now();
+        call().await;
+        lat.push(s.elapsed());
+    }
+    lat
+}
+
+/// Every task's latencies, as one round of `secs`.
+async fn gather(tasks: Vec<JoinHandle<Vec<Duration>>>, secs: f64) -> Round {
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    summarize(all, secs)
+}
+
 async fn grpc_round(port: u16, n: usize, secs: f64, conc: usize) -> Round {
     let mut tasks = Vec::new();
     for t in 0..conc {
@@ -53,8 +76,6 @@ async fn grpc_round(port: u16, n: usize, secs: f64, conc: usize) -> Round {
             .await
             .unwrap();
         tasks.push(tokio::spawn(async move {
-            let mut lat = Vec::new();
-            let end = Instant::now() + Duration::from_secs_f64(secs);
             let descriptors: Vec<RateLimitDescriptor> = entries(n, t)
                 .into_iter()
                 .map(|es| RateLimitDescriptor {
@@ -68,24 +89,18 @@ async fn grpc_round(port: u16, n: usize, secs: f64, conc: usize) -> Round {
                     ..Default::default()
                 })
                 .collect();
-            while Instant::now() < end {
+            latencies(secs, async move || {
                 let req = RateLimitRequest {
                     domain: "bench".into(),
                     descriptors: descriptors.clone(),
                     hits_addend: 0,
                 };
-                let s = Instant::now();
                 c.should_rate_limit(req).await.unwrap();
-                lat.push(s.elapsed());
-            }
-            lat
+            })
+            .await
         }));
     }
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await.unwrap());
-    }
-    summarize(all, secs)
+    gather(tasks, secs).await
 }
 
 /// The same commands the service sends, built by the same planner, sent
@@ -105,10 +120,7 @@ async fn direct_round(redis_port: u16, n: usize, secs: f64, conc: usize, mode: M
         let mut conn = client.get_multiplexed_async_connection().await.unwrap();
         let config = config.clone();
         tasks.push(tokio::spawn(async move {
-            let mut lat = Vec::new();
-            let end = Instant::now() + Duration::from_secs_f64(secs);
-            while Instant::now() < end {
-                let s = Instant::now();
+            latencies(secs, async move || {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap()
@@ -140,16 +152,11 @@ async fn direct_round(redis_port: u16, n: usize, secs: f64, conc: usize, mode: M
                     pipe.add_command(cmd);
                 }
                 let _: Vec<Vec<i64>> = pipe.query_async(&mut conn).await.unwrap();
-                lat.push(s.elapsed());
-            }
-            lat
+            })
+            .await
         }));
     }
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await.unwrap());
-    }
-    summarize(all, secs)
+    gather(tasks, secs).await
 }
 
 #[tokio::main]
