@@ -286,9 +286,12 @@ impl Rls {
                     std::fs::read_to_string(&r.log).unwrap_or_default()
                 ));
             }
+            // The service answers its health check before its gRPC
+            // listener is bound.
             if http_get(r.http_port, "/healthcheck")
                 .map(|(c, _)| c == 200)
                 .unwrap_or(false)
+                && listening(r.grpc_port)
             {
                 break;
             }
@@ -341,6 +344,21 @@ impl Drop for Rls {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Whether a TCP socket listens on `port` (`/proc/net/tcp`, state `0A`):
+/// found without connecting, so that no connection counts against the
+/// service's caps.
+fn listening(port: u16) -> bool {
+    let suffix = format!(":{port:04X}");
+    std::fs::read_to_string("/proc/net/tcp")
+        .expect("/proc/net/tcp")
+        .lines()
+        .skip(1)
+        .any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            fields.len() > 3 && fields[1].ends_with(&suffix) && fields[3] == "0A"
+        })
 }
 
 /// A plain HTTP/1.1 request; answers the status code and the whole text.
