@@ -17,12 +17,12 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import types
 from typing import Any
 
 import loopback_guard
 import pytest
 import redis
+from suite_hooks import guard_refused_any, swap_conftest_fixtures
 
 loopback_guard.install()
 
@@ -74,20 +74,14 @@ def _docker_services() -> None:
     raise RuntimeError("Docker services are not provided by the redis-cell harness")
 
 
-_REPLACED = {
-    "redis_connection": _redis_connection,
-    "memcached_connection": _memcached_connection,
-    "mongo_connection": _mongo_connection,
-    "docker_services": _docker_services,
-}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_plugin_registered(plugin: Any, plugin_name: str, manager: Any) -> None:
-    if isinstance(plugin, types.ModuleType) and plugin.__name__.endswith("conftest"):
-        for name, fixture in _REPLACED.items():
-            if hasattr(plugin, name):
-                setattr(plugin, name, fixture)
+pytest_plugin_registered = swap_conftest_fixtures(
+    {
+        "redis_connection": _redis_connection,
+        "memcached_connection": _memcached_connection,
+        "mongo_connection": _mongo_connection,
+        "docker_services": _docker_services,
+    }
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -121,11 +115,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    failed = False
-    if loopback_guard.violations:
-        for message in loopback_guard.violations:
-            print(f"LOOPBACK GUARD: {message}")
-        failed = True
+    failed = guard_refused_any()
     if session.testscollected and not seen and not session.config.option.collectonly:
         print("no storage was built on rediscell://: the URI rewrite did not apply")
         failed = True

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import os
-import types
 from typing import Any
 
 import loopback_guard
@@ -39,6 +38,7 @@ import pytest
 import redis
 import redis.cluster
 import redis.sentinel
+from suite_hooks import guard_refused_any, swap_conftest_fixtures
 
 loopback_guard.install()
 
@@ -175,25 +175,16 @@ def _redis_sentinel_client() -> Any:
     return redis.sentinel.Sentinel([("localhost", CONFIG["sentinel"])])  # type: ignore[no-untyped-call]
 
 
-_REPLACED = {
-    "host_ip_env": _host_ip_env,
-    "docker_services": _docker_services,
-    "redis_basic_client": _redis_basic_client,
-    "redis_cluster_client": _redis_cluster_client,
-    "redis_uds_client": _redis_uds_client,
-    "redis_sentinel_client": _redis_sentinel_client,
-}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_plugin_registered(plugin: Any, plugin_name: str, manager: Any) -> None:
-    # limits' conftest defines these fixtures itself (and a conftest's win
-    # over a plugin's), so they are swapped in the module before pytest
-    # reads its fixtures.
-    if isinstance(plugin, types.ModuleType) and plugin.__name__.endswith("conftest"):
-        for name, fixture in _REPLACED.items():
-            if hasattr(plugin, name):
-                setattr(plugin, name, fixture)
+pytest_plugin_registered = swap_conftest_fixtures(
+    {
+        "host_ip_env": _host_ip_env,
+        "docker_services": _docker_services,
+        "redis_basic_client": _redis_basic_client,
+        "redis_cluster_client": _redis_cluster_client,
+        "redis_uds_client": _redis_uds_client,
+        "redis_sentinel_client": _redis_sentinel_client,
+    }
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -215,7 +206,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if loopback_guard.violations:
-        for message in loopback_guard.violations:
-            print(f"LOOPBACK GUARD: {message}")
+    if guard_refused_any():
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
