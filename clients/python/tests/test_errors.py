@@ -9,27 +9,21 @@ import pytest
 import redis
 
 import redis_cell
-from redis_cell import (
-    ArgumentError,
-    CellError,
-    EngineNotFoundError,
-    LibraryMissingError,
-    LimiterMismatchError,
-    ModuleMissingError,
-    ModuleOnlyError,
-    OutOfRangeError,
-    WrongTypeError,
-)
+from redis_cell import CellError, errors
 
+# Built from the module that defines them: that the package's root exports
+# each one is what the second test checks.
 EXAMPLES: list[CellError] = [
-    ArgumentError("ERR invalid limit: must be 0 or greater"),
-    WrongTypeError("WRONGTYPE Operation against a key holding the wrong kind of value"),
-    LimiterMismatchError("WRONGTYPE key LIMITS:k holds ...", "LIMITS:k", "a fixed window counter"),
-    OutOfRangeError("ERR period out of range"),
-    ModuleOnlyError("CL.TOP: module-only"),
-    EngineNotFoundError("redis-cell: the server has neither ..."),
-    ModuleMissingError("ERR unknown command 'CL.THROTTLE', with args beginning with: "),
-    LibraryMissingError("ERR Function not found: the server has lost ..."),
+    errors.ArgumentError("ERR invalid limit: must be 0 or greater"),
+    errors.WrongTypeError("WRONGTYPE Operation against a key holding the wrong kind of value"),
+    errors.LimiterMismatchError(
+        "WRONGTYPE key LIMITS:k holds ...", "LIMITS:k", "a fixed window counter"
+    ),
+    errors.OutOfRangeError("ERR period out of range"),
+    errors.ModuleOnlyError("CL.TOP: module-only"),
+    errors.EngineNotFoundError("redis-cell: the server has neither ..."),
+    errors.ModuleMissingError("ERR unknown command 'CL.THROTTLE', with args beginning with: "),
+    errors.LibraryMissingError("ERR Function not found: the server has lost ..."),
 ]
 
 

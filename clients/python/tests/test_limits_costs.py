@@ -189,6 +189,20 @@ FIXED = "a fixed window counter (limits' fixed-window strategy)"
 MOVING = "a moving window log (limits' moving-window strategy)"
 
 
+def _each_call_refused(
+    limiter: Any, item: Any, key: str, holds: str, wanted: str
+) -> list[LimiterMismatchError]:
+    """Each call of ``limiter`` on a key another strategy wrote fails naming
+    the key, what it ``holds`` and the fix; the errors, in call order."""
+    out: list[LimiterMismatchError] = []
+    for call in (limiter.hit, limiter.test, limiter.get_window_stats):
+        with pytest.raises(LimiterMismatchError) as error:
+            call(item, key)
+        assert error.value.message == _message(item.key_for(key), holds, wanted)
+        out.append(error.value)
+    return out
+
+
 @pytest.mark.parametrize("engine", ["module", "twin"])
 def test_a_strategy_switch_names_the_key_and_the_fix(engine: str) -> None:
     port, query = _server(engine)
@@ -199,27 +213,13 @@ def test_a_strategy_switch_names_the_key_and_the_fix(engine: str) -> None:
 
     key = uuid.uuid4().hex
     assert fixed.hit(item, key)
-    for call in (
-        lambda: moving.hit(item, key),
-        lambda: moving.test(item, key),
-        lambda: moving.get_window_stats(item, key),
-    ):
-        with pytest.raises(LimiterMismatchError) as error:
-            call()
-        assert error.value.message == _message(item.key_for(key), FIXED, "moving")
-        assert (error.value.key, error.value.holds) == (f"LIMITS:{item.key_for(key)}", FIXED)
+    for refused in _each_call_refused(moving, item, key, FIXED, "moving"):
+        assert (refused.key, refused.holds) == (f"LIMITS:{item.key_for(key)}", FIXED)
 
     key = uuid.uuid4().hex
     assert moving.hit(item, key)
-    for call in (
-        lambda: fixed.hit(item, key),
-        lambda: fixed.test(item, key),
-        lambda: fixed.get_window_stats(item, key),
-    ):
-        with pytest.raises(LimiterMismatchError) as error:
-            call()
-        assert error.value.message == _message(item.key_for(key), MOVING, "fixed")
-        assert isinstance(error.value, WrongTypeError)
+    for refused in _each_call_refused(fixed, item, key, MOVING, "fixed"):
+        assert isinstance(refused, WrongTypeError)
 
     # A refund is the fixed window's first call on the moving window's key.
     key = uuid.uuid4().hex
