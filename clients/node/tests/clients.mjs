@@ -1,5 +1,6 @@
 // The clients every test runs with: ioredis 5, node-redis 4 and 5, single
 // server and cluster, and the engines a server offers.
+import { after, before, describe, test } from "node:test";
 import Redis from "ioredis";
 import { createClient as createClient4, createCluster as createCluster4 } from "redis4";
 import { createClient as createClient5, createCluster as createCluster5 } from "redis5";
@@ -91,4 +92,31 @@ export async function clusters() {
     throw failed.reason;
   }
   return started.map((r) => r.value);
+}
+
+/**
+ * The cluster tests of a file, where the entry script runs them
+ * (CELL_NODE_CLUSTER): under `title`, one test a client of this run, which
+ * calls `body({ name, engine, client })` on each engine's cluster (see
+ * `clusters`) with that client connected to it.
+ */
+export function clusterTests(title, body) {
+  if (process.env.CELL_NODE_CLUSTER === "0") return;
+  describe(title, () => {
+    let cs;
+    before(async () => (cs = await clusters()));
+    after(() => cs.forEach((c) => c.cluster.stop()));
+    for (const name of clientsInUse()) {
+      test(`three masters, ${name}`, async () => {
+        for (const { engine, cluster } of cs) {
+          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
+          try {
+            await body({ name, engine, client });
+          } finally {
+            await close();
+          }
+        }
+      });
+    }
+  });
 }

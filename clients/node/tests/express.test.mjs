@@ -5,7 +5,7 @@ import express from "express";
 import { rateLimit } from "express-rate-limit";
 import { RedisStore } from "rate-limit-redis";
 import { RedisCellStore } from "../dist/esm/express-rate-limit.js";
-import { CLIENTS, clientsInUse, clusters, engines } from "./clients.mjs";
+import { CLIENTS, clientsInUse, clusterTests, engines } from "./clients.mjs";
 import { burst, count, listen } from "./http.mjs";
 
 
@@ -179,38 +179,24 @@ test("resetExpiryOnChange: true is refused with the reason; false is accepted", 
   assert.throws(() => new RedisCellStore({}), /exactly one of/);
 });
 
-// The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
-if (process.env.CELL_NODE_CLUSTER !== "0") {
-  describe("express-rate-limit on a cluster", () => {
-    let cs;
-    before(async () => (cs = await clusters()));
-    after(() => cs.forEach((c) => c.cluster.stop()));
-    for (const name of clientNames) {
-      test(`three masters, ${name}`, async () => {
-        for (const { engine, cluster } of cs) {
-          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
-          for (const algorithm of ["fixed", "sliding", "gcra"]) {
-            const mk = () =>
-              name === "ioredis"
-                ? new RedisCellStore({ client, prefix: `c:${name}:${engine}:${algorithm}:`, algorithm })
-                : new RedisCellStore({
-                    sendCommandCluster: ({ key, isReadOnly, command }) => client.sendCommand(key, isReadOnly, command),
-                    prefix: `c:${name}:${engine}:${algorithm}:`,
-                    algorithm,
-                  });
-            const [a, b] = [await app(mk(), 4, 60_000), await app(mk(), 4, 60_000)];
-            try {
-              const res = await burst([a.url, b.url], 10);
-              assert.equal(count(res, 200), 4, `${engine} ${algorithm}`);
-              assert.equal(count(res, 429), 6);
-            } finally {
-              a.close();
-              b.close();
-            }
-          }
-          await close();
-        }
-      });
+clusterTests("express-rate-limit on a cluster", async ({ name, engine, client }) => {
+  for (const algorithm of ["fixed", "sliding", "gcra"]) {
+    const mk = () =>
+      name === "ioredis"
+        ? new RedisCellStore({ client, prefix: `c:${name}:${engine}:${algorithm}:`, algorithm })
+        : new RedisCellStore({
+            sendCommandCluster: ({ key, isReadOnly, command }) => client.sendCommand(key, isReadOnly, command),
+            prefix: `c:${name}:${engine}:${algorithm}:`,
+            algorithm,
+          });
+    const [a, b] = [await app(mk(), 4, 60_000), await app(mk(), 4, 60_000)];
+    try {
+      const res = await burst([a.url, b.url], 10);
+      assert.equal(count(res, 200), 4, `${engine} ${algorithm}`);
+      assert.equal(count(res, 429), 6);
+    } finally {
+      a.close();
+      b.close();
     }
-  });
-}
+  }
+});

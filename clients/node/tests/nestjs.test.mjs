@@ -7,7 +7,7 @@ import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { ThrottlerGuard, ThrottlerModule, ThrottlerStorageService } from "@nestjs/throttler";
 import { RedisCellThrottlerStorage } from "../dist/esm/nestjs.js";
-import { CLIENTS, clientsInUse, clusters, engines } from "./clients.mjs";
+import { CLIENTS, clientsInUse, clusterTests, engines } from "./clients.mjs";
 import { burst, count } from "./http.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -137,30 +137,16 @@ test("NestJS: the block ends and the client is back (both adapters)", async () =
   }
 });
 
-// The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
-if (process.env.CELL_NODE_CLUSTER !== "0") {
-  describe("NestJS on a cluster", () => {
-    let cs;
-    before(async () => (cs = await clusters()));
-    after(() => cs.forEach((c) => c.cluster.stop()));
-    for (const name of clientNames) {
-      test(`three masters, ${name}`, async () => {
-        for (const { engine, cluster } of cs) {
-          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
-          const mk = () => new RedisCellThrottlerStorage(client, { prefix: `cn:${name}:${engine}:` });
-          const a = await nestApp(mk(), "express", [{ ttl: 60_000, limit: 3 }]);
-          const b = await nestApp(mk(), "fastify", [{ ttl: 60_000, limit: 3 }]);
-          try {
-            const res = await burst([a.url, b.url], 9);
-            assert.equal(count(res, 200), 3, engine);
-            assert.equal(count(res, 429), 6);
-          } finally {
-            await a.close();
-            await b.close();
-            await close();
-          }
-        }
-      });
-    }
-  });
-}
+clusterTests("NestJS on a cluster", async ({ name, engine, client }) => {
+  const mk = () => new RedisCellThrottlerStorage(client, { prefix: `cn:${name}:${engine}:` });
+  const a = await nestApp(mk(), "express", [{ ttl: 60_000, limit: 3 }]);
+  const b = await nestApp(mk(), "fastify", [{ ttl: 60_000, limit: 3 }]);
+  try {
+    const res = await burst([a.url, b.url], 9);
+    assert.equal(count(res, 200), 3, engine);
+    assert.equal(count(res, 429), 6);
+  } finally {
+    await a.close();
+    await b.close();
+  }
+});

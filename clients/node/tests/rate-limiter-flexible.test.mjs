@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { RateLimiterCell, RateLimiterCellGcra } from "../dist/esm/rate-limiter-flexible.js";
-import { CLIENTS, clientsInUse, clusters, engines } from "./clients.mjs";
+import { CLIENTS, clientsInUse, clusterTests, engines } from "./clients.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -334,23 +334,9 @@ for (const name of clientNames) {
   });
 }
 
-// The cluster tests run where the entry script says (CELL_NODE_CLUSTER).
-if (process.env.CELL_NODE_CLUSTER !== "0") {
-  describe("RateLimiterCell on a cluster", () => {
-    let cs;
-    before(async () => (cs = await clusters()));
-    after(() => cs.forEach((c) => c.cluster.stop()));
-    for (const name of clientNames) {
-      test(`three masters, ${name}`, async () => {
-        for (const { engine, cluster } of cs) {
-          const { client, close } = await CLIENTS[name].cluster(cluster.ports);
-          const l = new RateLimiterCell({ storeClient: client, keyPrefix: `cl:${name}:${engine}`, points: 3, duration: 10 });
-          const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => l.consume(`u${i % 2}`)));
-          assert.equal(results.filter((r) => r.status === "fulfilled").length, 6, engine);
-          assert.equal((await l.get("u0")).consumedPoints, 6);
-          await close();
-        }
-      });
-    }
-  });
-}
+clusterTests("RateLimiterCell on a cluster", async ({ name, engine, client }) => {
+  const l = new RateLimiterCell({ storeClient: client, keyPrefix: `cl:${name}:${engine}`, points: 3, duration: 10 });
+  const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => l.consume(`u${i % 2}`)));
+  assert.equal(results.filter((r) => r.status === "fulfilled").length, 6, engine);
+  assert.equal((await l.get("u0")).consumedPoints, 6);
+});
