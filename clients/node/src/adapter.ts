@@ -1,4 +1,4 @@
-import { asCellError } from "./errors.js";
+import { asCellError } from "./replies.js";
 
 /** A reply as the clients decode RESP2: integers, strings, nil, arrays. */
 export type Reply = number | string | null | Buffer | Reply[];

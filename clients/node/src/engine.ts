@@ -8,8 +8,8 @@ import {
   ModuleOnlyError,
   RedisCellError,
   WrongTypeError,
-  FUNCTION_NOT_FOUND as FUNCTION_NOT_FOUND_TEXT,
 } from "./errors.js";
+import { FUNCTION_NOT_FOUND as FUNCTION_NOT_FOUND_TEXT } from "./replies.js";
 import { REDIS_CELL_EVAL_LUA, REDIS_CELL_LUA } from "./generated/lua.js";
 import { Script } from "./script.js";
 

@@ -224,4 +224,4 @@ export class RedisCellStore implements Store {
 export default RedisCellStore;
 
 // The error classes, so that code using only this entry point can tell the failures apart.
-export * from "./error-classes.js";
+export * from "./errors.js";

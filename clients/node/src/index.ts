@@ -16,5 +16,5 @@ export { Engine, LIBRARY, describeKey, detectEngine, functionName, loadFunctions
 export type { EngineName, StateKind } from "./engine.js";
 export { adapt, fromSendCommand, fromSendCommandCluster } from "./adapter.js";
 export type { Adapter, Client, Reply, SendCommandClusterFn, SendCommandFn } from "./adapter.js";
-export * from "./error-classes.js";
+export * from "./errors.js";
 export { REDIS_CELL_LUA } from "./generated/lua.js";

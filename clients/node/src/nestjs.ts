@@ -86,4 +86,4 @@ export class RedisCellThrottlerStorage implements ThrottlerStorage {
 export default RedisCellThrottlerStorage;
 
 // The error classes, so that code using only this entry point can tell the failures apart.
-export * from "./error-classes.js";
+export * from "./errors.js";

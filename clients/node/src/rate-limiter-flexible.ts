@@ -202,4 +202,4 @@ export class RateLimiterCellGcra extends RateLimiterCell {
 export { RateLimiterRes } from "rate-limiter-flexible";
 
 // The error classes, so that code using only this entry point can tell the failures apart.
-export * from "./error-classes.js";
+export * from "./errors.js";
