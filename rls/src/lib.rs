@@ -116,6 +116,13 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         state: state.clone(),
         healthy: healthy.clone(),
     });
+    // gRPC's listener first: once /healthcheck answers, calls are taken.
+    let addr: SocketAddr =
+        tokio::net::lookup_host((settings.grpc_host.as_str(), settings.grpc_port))
+            .await?
+            .next()
+            .ok_or("GRPC_HOST: no address")?;
+    let grpc_l = TcpListener::bind(addr).await?;
     let main_l = bind(&settings.host, settings.port).await?;
     tokio::spawn(http::serve(main_l, http::Site::Main, web.clone(), http_cap));
     let debug_l = bind(&settings.debug_host, settings.debug_port).await?;
@@ -165,11 +172,6 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .set_service_status("", tonic_health::ServingStatus::Serving)
         .await;
     reporter.set_serving::<RateLimitServiceServer<Grpc>>().await;
-    let addr: SocketAddr =
-        tokio::net::lookup_host((settings.grpc_host.as_str(), settings.grpc_port))
-            .await?
-            .next()
-            .ok_or("GRPC_HOST: no address")?;
     log::warn(&format!(
         "redis-cell-rls listening: grpc {addr}, http {}:{}",
         settings.host, settings.port
@@ -187,7 +189,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             .await;
     };
     let incoming = net::grpc_incoming(
-        TcpListener::bind(addr).await?,
+        grpc_l,
         grpc_cap,
         settings.grpc_handshake_timeout,
         settings.grpc_max_connection_idle,

@@ -53,7 +53,7 @@ use std::path::PathBuf;
 use crate::{cluster, module_path, Clock, Sentinel, Server, Spec};
 
 enum Started {
-    Server(Server),
+    Server(Box<Server>),
     Sentinel(Sentinel),
     Cluster(Vec<u64>),
 }
@@ -197,7 +197,7 @@ impl Kit {
     fn add(&mut self, server: Server) -> String {
         let id = self.id();
         let json = describe(id, &server);
-        self.started.insert(id, Started::Server(server));
+        self.started.insert(id, Started::Server(Box::new(server)));
         json
     }
 
