@@ -117,12 +117,13 @@ fn python(s: &Server, user: &str, mode: &str) -> Vec<String> {
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
         .env(
             "PYTHONPATH",
-            // redis-py (scripts/deps) and the redis-cell package from this checkout.
+            // redis-py and the redis-cell package built from this
+            // checkout, as scripts/deps installs them.
             concat!(
                 env!("CARGO_MANIFEST_DIR"),
                 "/target/deps/python:",
                 env!("CARGO_MANIFEST_DIR"),
-                "/clients/python"
+                "/target/deps/python-cell"
             ),
         )
         .output()

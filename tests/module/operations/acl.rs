@@ -298,7 +298,7 @@ fn the_examples_run_as_the_app_user_given_the_engine() {
         .env("REDIS_CELL_ENGINE", "module")
         .env(
             "PYTHONPATH",
-            format!("{root}/target/deps/python:{root}/clients/python"),
+            format!("{root}/target/deps/python:{root}/target/deps/python-cell"),
         )
         .output()
         .expect("python3 runs the Python example");
