@@ -1,5 +1,6 @@
 import type { Client, Reply } from "./adapter.js";
 import { Engine, type EngineName } from "./engine.js";
+import { checkPolicyName, policyOnTwin } from "./policy.js";
 
 /** A duration: a number of seconds (as redis-cell takes it) or a string with a unit: "500ms", "1.5s", "15m", "1h", "1d". */
 export type Duration = number | string;
@@ -37,8 +38,8 @@ export interface GcraParams {
 export type Limiter =
   | ({ kind: "gcra" } & GcraParams)
   | { kind: "sw"; limit: number; window: Duration; approx?: boolean }
-  | { kind: "fw"; limit: number; window: Duration; align?: boolean }
-  | { kind: "fw"; limit: number; window: CalendarUnit; tz?: string }
+  | { kind: "fw"; limit: number; window: Duration; align?: boolean; countAll?: boolean }
+  | { kind: "fw"; limit: number; window: CalendarUnit; tz?: string; countAll?: boolean }
   | { kind: "policy"; name: string };
 
 export interface Unit {
@@ -48,6 +49,19 @@ export interface Unit {
 export interface Shadowed extends Unit {
   /** Answer refusals as allowed, counting them (module only). */
   shadow?: boolean;
+}
+/**
+ * `POLICY name` (module only): when the CL.POLICY `name` exists the call is
+ * CL.LIMIT on it (its limiter, counters, CL.TOP and trial), with the call's
+ * quantity, MS, SHADOW and COUNTALL; when it does not, the call runs with
+ * its own parameters.
+ */
+export interface Live {
+  policy?: string;
+}
+/** FW's COUNTALL: every hit counted as INCRBY counts it, refused or not; `remaining` goes below 0 when over. */
+export interface CountAll {
+  countAll?: boolean;
 }
 
 export interface PolicyInfo {
@@ -96,6 +110,11 @@ function flags(o: Shadowed | undefined): string[] {
 
 const dur = (d: Duration): string => String(d);
 
+/** The words of COUNTALL and POLICY, after a command's own. */
+function live(o: Live & CountAll): string[] {
+  return [...(o.countAll ? ["COUNTALL"] : []), ...(o.policy !== undefined ? ["POLICY", checkPolicyName(o.policy, "POLICY")] : [])];
+}
+
 /** The words of a limiter, as CL.THROTTLEALL and CL.POLICY SET read them. */
 export function limiterWords(l: Limiter): string[] {
   switch (l.kind) {
@@ -107,6 +126,7 @@ export function limiterWords(l: Limiter): string[] {
       const words = ["FW", String(l.limit), dur(l.window)];
       if ("align" in l && l.align) words.push("ALIGN");
       if ("tz" in l && l.tz !== undefined) words.push("TZ", l.tz);
+      if (l.countAll) words.push("COUNTALL");
       return words;
     }
     case "policy":
@@ -154,19 +174,33 @@ export class Cell {
     return this.#e.adapter.transaction(key, commands);
   }
 
+  /**
+   * A limiter command of one key with its COUNTALL and POLICY words; a
+   * policy on the twin, which has none, is a ModuleOnlyError before
+   * anything is sent.
+   */
+  async #live(command: string, key: string, args: readonly string[], o: Live & CountAll): Promise<Reply> {
+    const words = live(o);
+    if (o.policy !== undefined) {
+      const engine = await this.#e.engine();
+      if (engine !== "module") throw policyOnTwin(`${command} POLICY ${o.policy}`, engine);
+    }
+    return this.call(command, [key], [...args, ...words]);
+  }
+
   /** The adapter and engine, for the stores. */
   get engineRef(): Engine {
     return this.#e;
   }
 
   /** CL.THROTTLE: GCRA, redis-cell compatible. */
-  async throttle(key: string, p: GcraParams, o: Shadowed & { quantity?: number } = {}): Promise<Decision> {
-    return decision(await this.call("CL.THROTTLE", [key], [...gcra(p), String(o.quantity ?? 1), ...flags(o)]));
+  async throttle(key: string, p: GcraParams, o: Shadowed & Live & { quantity?: number } = {}): Promise<Decision> {
+    return decision(await this.#live("CL.THROTTLE", key, [...gcra(p), String(o.quantity ?? 1), ...flags(o)], o));
   }
 
   /** CL.PEEK: what CL.THROTTLE would answer with quantity 0, writing nothing. */
-  async peek(key: string, p: GcraParams, o: Unit = {}): Promise<Decision> {
-    return decision(await this.call("CL.PEEK", [key], [...gcra(p), ...flags(o)]));
+  async peek(key: string, p: GcraParams, o: Unit & Live = {}): Promise<Decision> {
+    return decision(await this.#live("CL.PEEK", key, [...gcra(p), ...flags(o)], o));
   }
 
   /** CL.RESERVE: takes the next slot if it comes within `maxWait`; `retryAfter` is then the wait. */
@@ -196,13 +230,18 @@ export class Cell {
   }
 
   /** SW.ALLOW: exact sliding window (or, with approx, the sliding window counter). */
-  async swAllow(key: string, limit: number, window: Duration, o: Shadowed & { quantity?: number; approx?: boolean } = {}): Promise<Decision> {
+  async swAllow(
+    key: string,
+    limit: number,
+    window: Duration,
+    o: Shadowed & Live & { quantity?: number; approx?: boolean } = {},
+  ): Promise<Decision> {
     const args = [String(limit), dur(window), String(o.quantity ?? 1), ...(o.approx ? ["APPROX"] : []), ...flags(o)];
-    return decision(await this.call("SW.ALLOW", [key], args));
+    return decision(await this.#live("SW.ALLOW", key, args, o));
   }
 
-  async swPeek(key: string, limit: number, window: Duration, o: Unit & { approx?: boolean } = {}): Promise<Decision> {
-    return decision(await this.call("SW.PEEK", [key], [String(limit), dur(window), ...(o.approx ? ["APPROX"] : []), ...flags(o)]));
+  async swPeek(key: string, limit: number, window: Duration, o: Unit & Live & { approx?: boolean } = {}): Promise<Decision> {
+    return decision(await this.#live("SW.PEEK", key, [String(limit), dur(window), ...(o.approx ? ["APPROX"] : []), ...flags(o)], o));
   }
 
   /** SW.REFUND: gives back up to `quantity`, newest requests first. */
@@ -216,14 +255,19 @@ export class Cell {
     key: string,
     limit: number,
     window: Duration | CalendarUnit,
-    o: Shadowed & { quantity?: number; align?: boolean; tz?: string } = {},
+    o: Shadowed & Live & CountAll & { quantity?: number; align?: boolean; tz?: string } = {},
   ): Promise<Decision> {
     const args = [String(limit), dur(window), ...fwOptions(o), String(o.quantity ?? 1), ...flags(o)];
-    return decision(await this.call("FW.INCR", [key], args));
+    return decision(await this.#live("FW.INCR", key, args, o));
   }
 
-  async fwPeek(key: string, limit: number, window: Duration | CalendarUnit, o: Unit & { align?: boolean; tz?: string } = {}): Promise<Decision> {
-    return decision(await this.call("FW.PEEK", [key], [String(limit), dur(window), ...fwOptions(o), ...flags(o)]));
+  async fwPeek(
+    key: string,
+    limit: number,
+    window: Duration | CalendarUnit,
+    o: Unit & Live & CountAll & { align?: boolean; tz?: string } = {},
+  ): Promise<Decision> {
+    return decision(await this.#live("FW.PEEK", key, [String(limit), dur(window), ...fwOptions(o), ...flags(o)], o));
   }
 
   /** FW.REFUND: gives back up to `quantity` (never below 0, the window's end kept). */
