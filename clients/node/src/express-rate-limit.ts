@@ -9,6 +9,7 @@ import {
 import { Cell, type Decision } from "./commands.js";
 import { limiterMismatch, type EngineName } from "./engine.js";
 import { WrongTypeError } from "./errors.js";
+import { checkPolicyOption, countFor, policyOf, type PolicyChoice } from "./policy.js";
 
 /**
  * How the store counts:
@@ -18,6 +19,8 @@ import { WrongTypeError } from "./errors.js";
  * - `gcra`: GCRA (CL.THROTTLE), `limit` per `windowMs` with a burst of
  *   `limit`, refilling smoothly.
  * The last two refuse on the server and do not count refused hits.
+ * All three give the server the limit when the store knows it (see
+ * `limit`), so that INFO and CL.TOP show the refusals.
  */
 export type Algorithm = "fixed" | "sliding" | "gcra";
 
@@ -37,15 +40,38 @@ export interface RedisCellStoreOptions {
    */
   resetExpiryOnChange?: false;
   algorithm?: Algorithm;
-  /** The limit, for `sliding` and `gcra`, when express-rate-limit's `limit` is a function. */
+  /**
+   * The limit the server is given, when express-rate-limit's `limit` is a
+   * function of the request: express-rate-limit asks that function only
+   * after the store has counted the hit, so the store cannot know it. Needed
+   * by `sliding`, `gcra` and `policy`; without it the `fixed` mode counts
+   * with no limit (the server refuses nothing: INFO counts no refusal and
+   * CL.TOP lists none of its keys; express-rate-limit still refuses).
+   */
   limit?: number;
+  /**
+   * Live limits (module only): the CL.POLICY the calls go through, a name
+   * or a function of the client's key (without the prefix) answering one,
+   * or `undefined` for the store's own limit. While the policy exists its
+   * limiter decides (its limit and window; a `fixed` store needs an `FW`
+   * policy, `sliding` an exact `SW`, `gcra` a `GCRA`), and the store maps the
+   * decision onto express-rate-limit's own limit (its `RateLimit-Remaining`
+   * is the policy's); without it the store's own numbers apply.
+   */
+  policy?: PolicyChoice<ExpressPolicyCall>;
   engine?: EngineName;
 }
 
+/** What a store's policy function is given: the client's key, without the prefix. */
+export interface ExpressPolicyCall {
+  key: string;
+}
+
 /**
- * An unbounded limit for the counting mode: a counter, never refused by the
- * server, that express-rate-limit compares with its own limit. Kept below
- * 2^53, where JavaScript and Lua still compute exactly.
+ * An unbounded limit for the counting mode when the store does not know the
+ * limit (express-rate-limit's is a function): a counter, never refused by
+ * the server, that express-rate-limit compares with its own limit. Kept
+ * below 2^53, where JavaScript and Lua still compute exactly.
  */
 export const UNBOUNDED = 2 ** 52;
 
@@ -57,6 +83,7 @@ export class RedisCellStore implements Store {
   readonly cell: Cell;
   windowMs = 60_000;
   #limit: number | undefined;
+  readonly #policy: PolicyChoice<ExpressPolicyCall> | undefined;
 
   constructor(options: RedisCellStoreOptions) {
     if (typeof options !== "object" || options === null) {
@@ -82,6 +109,7 @@ export class RedisCellStore implements Store {
       throw new TypeError(`redis-cell: algorithm must be "fixed", "sliding" or "gcra", not ${JSON.stringify(this.algorithm)}`);
     }
     this.#limit = options.limit;
+    this.#policy = checkPolicyOption(options.policy, options.engine, "RedisCellStore");
   }
 
   /** Called by express-rate-limit (not awaited): takes windowMs and, where needed, the limit. */
@@ -95,6 +123,26 @@ export class RedisCellStore implements Store {
           "give express-rate-limit a number as limit, or the store a limit option",
       );
     }
+    this.#countingLimit();
+  }
+
+  /**
+   * The "fixed" mode's limit for the server: express-rate-limit's (or the
+   * store's) when known, else none (UNBOUNDED); a policy needs it, to map
+   * the policy's decision onto express-rate-limit's limit.
+   */
+  #countingLimit(): number | undefined {
+    const limit = this.#limit;
+    if (limit !== undefined && !(Number.isInteger(limit) && limit >= 0 && limit < UNBOUNDED)) {
+      throw new TypeError(`redis-cell: the limit must be an integer from 0 to 2^52, not ${JSON.stringify(limit)}`);
+    }
+    if (limit === undefined && this.#policy !== undefined) {
+      throw new TypeError(
+        "redis-cell: RedisCellStore with a policy needs the limit as a number: express-rate-limit's limit is a function, " +
+          "which it asks only after the store has counted; give the store a limit option",
+      );
+    }
+    return limit;
   }
 
   #key(key: string): string {
@@ -127,16 +175,18 @@ export class RedisCellStore implements Store {
     return this.#limit;
   }
 
-  #info(d: Decision, counted: number): ClientRateLimitInfo {
-    return { totalHits: counted, resetTime: this.#resetTime(d.limited && d.retryAfter >= 0 ? d.retryAfter : d.resetAfter) };
+  #info(d: Decision, counted: number, policy?: string): ClientRateLimitInfo {
+    const ms = d.limited && d.retryAfter >= 0 ? d.retryAfter : d.resetAfter;
+    return { totalHits: counted, resetTime: this.#resetTime(ms, policy === undefined ? this.windowMs : Infinity) };
   }
 
   /**
    * The server rounds a window's end up to its millisecond expiry, so a new
-   * window can answer windowMs + 1: never announce more than the window.
+   * window can answer windowMs + 1: never announce more than the window
+   * (the store's own; a policy's window is the policy's).
    */
-  #resetTime(ms: number): Date {
-    return new Date(Date.now() + Math.min(Math.max(ms, 0), this.windowMs));
+  #resetTime(ms: number, window = this.windowMs): Date {
+    return new Date(Date.now() + Math.min(Math.max(ms, 0), window));
   }
 
   /**
@@ -151,22 +201,33 @@ export class RedisCellStore implements Store {
 
   async increment(key: string): Promise<IncrementResponse> {
     const k = this.#key(key);
+    const policy = policyOf(this.#policy, { key }, "RedisCellStore");
+    const live = policy === undefined ? {} : { policy };
     switch (this.algorithm) {
       case "fixed": {
-        const d = await this.cell.fwIncr(k, UNBOUNDED, this.#fixedWindow, { ms: true });
-        if (d.limited) return this.#notACounter(k, "FW.INCR");
-        return this.#info(d, UNBOUNDED - d.remaining);
+        const limit = this.#countingLimit();
+        if (limit === undefined) {
+          const d = await this.cell.fwIncr(k, UNBOUNDED, this.#fixedWindow, { ms: true });
+          if (d.limited) return this.#notACounter(k, "FW.INCR");
+          return this.#info(d, UNBOUNDED - d.remaining);
+        }
+        // COUNTALL: every hit counted, as rate-limit-redis's INCR counts
+        // it; the server knows the limit, so its INFO and CL.TOP show the
+        // refusals, and the count is the limit less the remaining.
+        const d = await this.cell.fwIncr(k, limit, this.#fixedWindow, { ms: true, countAll: true, ...live });
+        if (d.limit - d.remaining > UNBOUNDED) return this.#notACounter(k, "FW.INCR");
+        return this.#info(d, countFor(limit, d, 1), policy);
       }
       case "sliding": {
         const limit = this.#requireLimit();
-        const d = await this.cell.swAllow(k, limit, this.#window, { ms: true });
+        const d = await this.cell.swAllow(k, limit, this.#window, { ms: true, ...live });
         // A refusal is not recorded: express-rate-limit sees one over its limit.
-        return this.#info(d, d.limited ? limit + 1 : limit - d.remaining);
+        return this.#info(d, countFor(limit, d, 1), policy);
       }
       case "gcra": {
         const limit = this.#requireLimit();
-        const d = await this.cell.throttle(k, this.#gcra, { ms: true });
-        return this.#info(d, d.limited ? limit + 1 : limit - d.remaining);
+        const d = await this.cell.throttle(k, this.#gcra, { ms: true, ...live });
+        return this.#info(d, countFor(limit, d, 1), policy);
       }
     }
   }

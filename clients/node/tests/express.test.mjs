@@ -4,9 +4,10 @@ import { after, before, describe, test } from "node:test";
 import express from "express";
 import { rateLimit } from "express-rate-limit";
 import { RedisStore } from "rate-limit-redis";
-import { RedisCellStore } from "../dist/esm/express-rate-limit.js";
+import { ModuleOnlyError, RedisCellStore } from "../dist/esm/express-rate-limit.js";
 import { CLIENTS, clientsInUse, clusterTests, engines } from "./clients.mjs";
 import { burst, count, listen } from "./http.mjs";
+import { delta, operator, sameState } from "./operator.mjs";
 
 
 /** One app instance: express-rate-limit with our store, on its own port. */
@@ -197,6 +198,146 @@ clusterTests("express-rate-limit on a cluster", async ({ name, engine, client })
     } finally {
       a.close();
       b.close();
+    }
+  }
+});
+
+/** The status of each of `n` requests sent one after another. */
+async function oneByOne(url, n) {
+  const out = [];
+  for (let i = 0; i < n; i++) out.push((await burst([url], 1))[0]);
+  return out;
+}
+
+/** The one key a prefix has on the server. */
+async function onlyKey(op, prefix) {
+  const keys = await op.client.keys(`${prefix}*`);
+  assert.equal(keys.length, 1, `one key under ${prefix}: ${keys.join(" ")}`);
+  return keys[0];
+}
+
+for (const name of clientNames) {
+  test(`fixed, ${name}: 15 requests at a limit of 10 are 5 refusals in INFO and CL.TOP, with rate-limit-redis's value and TTL`, async () => {
+    for (const { engine, server } of servers) {
+      const { client, close } = await CLIENTS[name].single(server.port);
+      const op = await operator(server.port);
+      const sendCommand = sendCommandOf(name, client);
+      const prefix = { cell: `op:${name}:${engine}:cell:`, redis: `op:${name}:${engine}:redis:` };
+      const ours = await app(new RedisCellStore({ sendCommand, prefix: prefix.cell }), 10, 60_000);
+      const theirs = await app(new RedisStore({ sendCommand, prefix: prefix.redis }), 10, 60_000);
+      try {
+        const run = async () => {
+          for (const a of [ours, theirs]) {
+            const res = await burst([a.url], 15);
+            assert.equal(count(res, 200), 10, engine);
+            assert.equal(count(res, 429), 5, engine);
+          }
+        };
+        if (engine === "module") assert.equal(await delta(op, "fw_incr_limited", run), 5, "fw_incr_limited grew by 5");
+        else await run();
+        const key = await onlyKey(op, prefix.cell);
+        if (engine === "module") assert.deepEqual(await op.top(key), [key, 5, 0, 0], "CL.TOP");
+        sameState(await op.state(key), await op.state(await onlyKey(op, prefix.redis)), 60_000, `${engine}, ${name}`);
+        assert.equal((await op.state(key)).value, "15");
+      } finally {
+        ours.close();
+        theirs.close();
+        await op.close();
+        await close();
+      }
+    }
+  });
+}
+
+test("a limit that is a function of the request: the store cannot know it, the server refuses nothing", async () => {
+  const { server } = servers.find((s) => s.engine === "module");
+  const { client, close } = await CLIENTS.ioredis.single(server.port);
+  const op = await operator(server.port);
+  const prefix = "op:fn:";
+  const a = await app(new RedisCellStore({ client, prefix }), () => 10, 60_000);
+  try {
+    const grew = await delta(op, "fw_incr_limited", async () => assert.equal(count(await burst([a.url], 15), 429), 5));
+    assert.equal(grew, 0, "express-rate-limit refused 5, the server none");
+    const key = await onlyKey(op, prefix);
+    assert.equal(await op.top(key), undefined);
+    assert.equal((await op.state(key)).value, "15");
+    // The store's limit option gives it the limit again.
+    const b = await app(new RedisCellStore({ client, prefix: "op:fn2:", limit: 10 }), () => 10, 60_000);
+    try {
+      assert.equal(await delta(op, "fw_incr_limited", async () => assert.equal(count(await burst([b.url], 15), 429), 5)), 5);
+    } finally {
+      b.close();
+    }
+  } finally {
+    a.close();
+    await op.close();
+    await close();
+  }
+});
+
+for (const name of clientNames) {
+  test(`recipes, ${name}: the Express app's limit changed live, a stricter limit on trial, promoted`, async () => {
+    const { server } = servers.find((s) => s.engine === "module");
+    const { client, close } = await CLIENTS[name].single(server.port);
+    const op = await operator(server.port);
+    const policy = `express-${name}`;
+    const prefix = `live:${name}:`;
+    const a = await app(new RedisCellStore({ sendCommand: sendCommandOf(name, client), prefix, policy }), 10, 60_000);
+    const statuses = async (n) => (await oneByOne(a.url, n)).map((r) => r.status);
+    try {
+      // No such policy yet: the app's own 10 a minute.
+      assert.deepEqual(await statuses(2), [200, 200]);
+      const key = await onlyKey(op, prefix);
+      // Lowered to 3 while the app runs: its next request is the third of 3.
+      assert.equal(await op.policy("SET", policy, "FW", 3, "1m"), "OK");
+      const [third, fourth] = await oneByOne(a.url, 2);
+      assert.equal(third.status, 200);
+      assert.equal(third.headers.get("ratelimit-remaining"), "0", "the policy's remaining");
+      assert.equal(fourth.status, 429);
+      // Raised to 20: the same key's count (5 hits, every one counted) is under it.
+      await op.policy("SET", policy, "FW", 20, "1m");
+      assert.deepEqual(await statuses(1), [200]);
+      // A stricter limit on trial: nobody is refused; CL.TOP shows whom it would refuse.
+      await op.policy("SET", policy, "FW", 20, "1m", "TRIAL", "FW", 2, "1m");
+      assert.deepEqual(await statuses(4), [200, 200, 200, 200]);
+      assert.deepEqual(await op.top(key, { policy, trial: true }), [key, 2, 0, 2], "CL.TOP POLICY name TRIAL");
+      assert.deepEqual(await op.top(key, { policy }), [key, 1, 0, 0], "the trial refused nobody: only the refusal under 3");
+      // Promoted: the trial's limit is enforced at once.
+      await op.policy("PROMOTE", policy);
+      assert.deepEqual(await statuses(1), [429]);
+      assert.deepEqual(await op.top(key, { policy }), [key, 2, 0, 0]);
+      // The value is what rate-limit-redis would hold: every request counted.
+      assert.equal((await op.state(key)).value, "10");
+      // Deleted: the app's own 10 again, over which the key's 11th request is.
+      await op.policy("DEL", policy);
+      assert.deepEqual(await statuses(1), [429]);
+    } finally {
+      a.close();
+      await op.policy("DEL", policy).catch(() => {});
+      await op.close();
+      await close();
+    }
+  });
+}
+
+test("a policy: a checked name, a store that knows its limit, and the module's engine", async () => {
+  assert.throws(() => new RedisCellStore({ sendCommand: async () => null, policy: "no:colons" }), TypeError);
+  assert.throws(() => new RedisCellStore({ sendCommand: async () => null, policy: "api", engine: "functions" }), ModuleOnlyError);
+  assert.throws(() => new RedisCellStore({ sendCommand: async () => null, policy: "api", engine: "eval" }), /no policies/);
+  const store = new RedisCellStore({ sendCommand: async () => null, policy: "api" });
+  assert.throws(() => store.init({ windowMs: 1000, limit: () => 5 }), /needs the limit as a number/);
+  await assert.rejects(store.increment("k"), /needs the limit as a number/);
+  const twin = servers.find((s) => s.engine === "functions");
+  if (twin) {
+    // Detected, not given: the first call says so, and sends nothing.
+    const { client, close } = await CLIENTS.ioredis.single(twin.server.port);
+    try {
+      const s = new RedisCellStore({ client, prefix: "twin-policy:", policy: () => "api" });
+      s.init({ windowMs: 1000, limit: 5 });
+      await assert.rejects(s.increment("k"), ModuleOnlyError);
+      assert.deepEqual(await client.keys("twin-policy:*"), []);
+    } finally {
+      await close();
     }
   }
 });
