@@ -4,14 +4,33 @@ import type { Reply } from "./adapter.js";
 import { Cell, type Decision } from "./commands.js";
 import { limiterMismatch, type EngineName } from "./engine.js";
 import { LimiterMismatchError, WrongTypeError } from "./errors.js";
+import { checkPolicyOption, countFor, policyOf, type PolicyChoice } from "./policy.js";
 
-/** RateLimiterRedis's options, and the engine. */
+/** RateLimiterRedis's options, the engine, and a policy. */
 export interface RateLimiterCellOptions extends IRateLimiterStoreOptions {
   rejectIfRedisNotReady?: boolean;
   engine?: EngineName;
+  /**
+   * Live limits (module only): the CL.POLICY the calls go through, a name
+   * or a function of the stored key (`keyPrefix:key`) answering one, or
+   * `undefined` for the limiter's own `points` and `duration`. While the
+   * policy exists its limiter decides (an `FW` policy for RateLimiterCell,
+   * a `GCRA` one for RateLimiterCellGcra), and the limiter maps the
+   * decision onto its own `points` (its `remainingPoints` is the
+   * policy's); without it the limiter's own numbers apply.
+   */
+  policy?: PolicyChoice<RateLimiterPolicyCall>;
 }
 
-/** The counter's limit for FW.INCR: never reached, exact as a double. */
+/** What a limiter's policy function is given: the key as stored, with the limiter's keyPrefix. */
+export interface RateLimiterPolicyCall {
+  key: string;
+}
+
+/**
+ * The most points a key counts (exact as a double), and FW.INCR's limit
+ * where `points` is none it takes (refunds, a limiter without integer points).
+ */
 const UNBOUNDED = 2 ** 52;
 
 /** What the store methods hand to rate-limiter-flexible: [consumed points, ms before the next window]. */
@@ -45,6 +64,11 @@ interface RedisInternals {
   points: number;
 }
 
+/** The limiter's `points` as FW.INCR's limit, or undefined where it is none (not an integer from 0 to 2^52). */
+function limitOf(points: number): number | undefined {
+  return Number.isInteger(points) && points >= 0 && points < UNBOUNDED ? points : undefined;
+}
+
 /**
  * rate-limiter-flexible's RateLimiterRedis on redis-cell: the same options,
  * methods (inherited: consume, penalty, reward, block, get, set, delete,
@@ -53,15 +77,25 @@ interface RedisInternals {
  * FW.INCR (module or Functions twin). One difference: a reward never takes
  * the count below 0 (FW.REFUND), where RateLimiterRedis stores negative
  * points that a later burst can spend. A key that holds another limiter's
- * state (RateLimiterCellGcra's time) is a LimiterMismatchError.
+ * state (RateLimiterCellGcra's time) is a LimiterMismatchError. FW.INCR
+ * is given `points` as its limit and counts every point (COUNTALL), so that
+ * the server's INFO and CL.TOP show the refusals.
  */
 export class RateLimiterCell extends rlf.RateLimiterRedis {
   readonly #opts: RateLimiterCellOptions;
   #cell: Cell | undefined;
+  readonly #policy: PolicyChoice<RateLimiterPolicyCall> | undefined;
 
   constructor(opts: RateLimiterCellOptions) {
     super(opts);
     this.#opts = opts;
+    this.#policy = checkPolicyOption(opts.policy, opts.engine, this.constructor.name);
+  }
+
+  /** The `POLICY name` option of a call on `rlKey`, if any. */
+  protected live(rlKey: string): { policy?: string } {
+    const policy = policyOf(this.#policy, { key: rlKey }, this.constructor.name);
+    return policy === undefined ? {} : { policy };
   }
 
   /**
@@ -108,7 +142,18 @@ export class RateLimiterCell extends rlf.RateLimiterRedis {
       throw new RangeError(`redis-cell: RateLimiterCell counts at most 2^52 points a key (FW.INCR's exact range), not ${n}`);
     }
     let d: Decision;
+    const limit = limitOf((this as unknown as RedisInternals).points);
+    if (n >= 0 && limit !== undefined) {
+      // Every point counted, as RateLimiterRedis's INCRBY counts it; the
+      // count is the limit less the remaining (below 0 when over).
+      d = await this.cell.fwIncr(rlKey, limit, window, { quantity: n, ms: true, countAll: true, ...this.live(rlKey) });
+      if (d.limit - d.remaining > UNBOUNDED) return notACounter(this.cell, rlKey, "FW.INCR");
+      return [countFor(limit, d, 0), d.resetAfter];
+    }
     if (n >= 0) {
+      if (this.#policy !== undefined) {
+        throw new TypeError(`redis-cell: ${this.constructor.name} with a policy needs points as an integer from 0 to 2^52`);
+      }
       d = await this.cell.fwIncr(rlKey, UNBOUNDED, window, { quantity: n, ms: true });
       if (d.limited) return notACounter(this.cell, rlKey, "FW.INCR");
     } else {
@@ -185,9 +230,9 @@ export class RateLimiterCellGcra extends RateLimiterCell {
       const d = await this.cell.refund(rlKey, p, -n, { ms: true });
       return [p.countPerPeriod - d.remaining, d.resetAfter];
     }
-    const d = await this.cell.throttle(rlKey, p, { quantity: n, ms: true });
+    const d = await this.cell.throttle(rlKey, p, { quantity: n, ms: true, ...this.live(rlKey) });
     if (d.limited) return [p.countPerPeriod + Math.max(n, 1), d.retryAfter];
-    return [p.countPerPeriod - d.remaining, d.resetAfter];
+    return [countFor(p.countPerPeriod, d, 0), d.resetAfter];
   }
 
   override async _get(rlKey: string): Promise<StoreResult | null> {

@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { performance } from "node:perf_hooks";
 import { after, before, describe, test } from "node:test";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
-import { RateLimiterCell, RateLimiterCellGcra } from "../dist/esm/rate-limiter-flexible.js";
+import { ModuleOnlyError, RateLimiterCell, RateLimiterCellGcra } from "../dist/esm/rate-limiter-flexible.js";
 import { CLIENTS, clientsInUse, clusterTests, engines } from "./clients.mjs";
+import { delta, operator, sameState } from "./operator.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -339,4 +340,107 @@ clusterTests("RateLimiterCell on a cluster", async ({ name, engine, client }) =>
   const results = await Promise.allSettled(Array.from({ length: 12 }, (_, i) => l.consume(`u${i % 2}`)));
   assert.equal(results.filter((r) => r.status === "fulfilled").length, 6, engine);
   assert.equal((await l.get("u0")).consumedPoints, 6);
+});
+
+/** Whether each of `n` consumes, one after another, resolved. */
+async function consumes(l, key, n) {
+  const out = [];
+  for (let i = 0; i < n; i++) out.push((await outcome(l.consume(key))).ok);
+  return out;
+}
+
+for (const name of clientNames) {
+  const extra = name === "ioredis" ? {} : { useRedisPackage: true };
+  test(`RateLimiterCell, ${name}: 15 consumes at 10 points are 5 refusals in INFO and CL.TOP, with RateLimiterRedis's value and TTL`, async () => {
+    for (const { engine, server } of servers) {
+      const { client, close } = await CLIENTS[name].single(server.port);
+      const op = await operator(server.port);
+      try {
+        const opts = { storeClient: client, points: 10, duration: 60 };
+        const ours = new RateLimiterCell({ ...opts, keyPrefix: `op:${name}:${engine}:cell` });
+        const theirs = new RateLimiterRedis({ ...opts, ...extra, keyPrefix: `op:${name}:${engine}:redis` });
+        const run = async () => {
+          for (const l of [ours, theirs]) {
+            const ok = await consumes(l, "k", 15);
+            assert.deepEqual(ok, [...Array(10).fill(true), ...Array(5).fill(false)], engine);
+          }
+        };
+        if (engine === "module") assert.equal(await delta(op, "fw_incr_limited", run), 5, "fw_incr_limited grew by 5");
+        else await run();
+        const key = ours.getKey("k");
+        if (engine === "module") assert.deepEqual(await op.top(key), [key, 5, 0, 0], "CL.TOP");
+        sameState(await op.state(key), await op.state(theirs.getKey("k")), 60_000, `${engine}, ${name}`);
+        assert.equal((await op.state(key)).value, "15");
+      } finally {
+        await op.close();
+        await close();
+      }
+    }
+  });
+
+  test(`recipes, ${name}: RateLimiterCell's points changed live, a stricter limit on trial, promoted`, async () => {
+    const { server } = servers.find((s) => s.engine === "module");
+    const { client, close } = await CLIENTS[name].single(server.port);
+    const op = await operator(server.port);
+    const policy = `rlf-${name}`;
+    const l = new RateLimiterCell({ storeClient: client, keyPrefix: `live:${name}`, points: 10, duration: 60, policy });
+    const key = l.getKey("u");
+    try {
+      // No such policy yet: the limiter's own 10 points.
+      assert.deepEqual(await consumes(l, "u", 2), [true, true]);
+      await op.policy("SET", policy, "FW", 3, "1m");
+      const third = await l.consume("u");
+      // The policy's remaining (0 of 3), read against the limiter's 10 points.
+      assert.deepEqual([third.consumedPoints, third.remainingPoints], [10, 0]);
+      const fourth = await outcome(l.consume("u"));
+      assert.ok(!fourth.ok && fourth.value instanceof RateLimiterRes && fourth.value.consumedPoints > 10, String(fourth.value));
+      await op.policy("SET", policy, "FW", 20, "1m");
+      assert.deepEqual(await consumes(l, "u", 1), [true]);
+      await op.policy("SET", policy, "FW", 20, "1m", "TRIAL", "FW", 2, "1m");
+      assert.deepEqual(await consumes(l, "u", 4), [true, true, true, true]);
+      assert.deepEqual(await op.top(key, { policy, trial: true }), [key, 2, 0, 2], "CL.TOP POLICY name TRIAL");
+      await op.policy("PROMOTE", policy);
+      assert.deepEqual(await consumes(l, "u", 1), [false]);
+      assert.deepEqual(await op.top(key, { policy }), [key, 2, 0, 0]);
+      assert.equal((await op.state(key)).value, "10", "every point counted, as RateLimiterRedis counts it");
+    } finally {
+      await op.policy("DEL", policy).catch(() => {});
+      await op.close();
+      await close();
+    }
+  });
+}
+
+test("RateLimiterCellGcra through a policy: the policy's GCRA decides", async () => {
+  const { server } = servers.find((s) => s.engine === "module");
+  const { client, close } = await CLIENTS.ioredis.single(server.port);
+  const op = await operator(server.port);
+  try {
+    const l = new RateLimiterCellGcra({ storeClient: client, keyPrefix: "live-gcra", points: 10, duration: 60, policy: "rlf-gcra" });
+    await op.policy("SET", "rlf-gcra", "GCRA", 1, 2, "1m");
+    assert.deepEqual(await consumes(l, "u", 3), [true, true, false]);
+    assert.deepEqual(await op.top(l.getKey("u"), { policy: "rlf-gcra" }), [l.getKey("u"), 1, 0, 0]);
+  } finally {
+    await op.policy("DEL", "rlf-gcra").catch(() => {});
+    await op.close();
+    await close();
+  }
+});
+
+test("a policy: a checked name and the module's engine", async () => {
+  const opts = { storeClient: {}, points: 5, duration: 10 };
+  assert.throws(() => new RateLimiterCell({ ...opts, policy: "a b" }), TypeError);
+  assert.throws(() => new RateLimiterCell({ ...opts, policy: "api", engine: "functions" }), ModuleOnlyError);
+  assert.throws(() => new RateLimiterCellGcra({ ...opts, policy: "api", engine: "eval" }), ModuleOnlyError);
+  const twin = servers.find((s) => s.engine === "functions");
+  if (twin) {
+    const { client, close } = await CLIENTS.ioredis.single(twin.server.port);
+    try {
+      const l = new RateLimiterCell({ ...opts, storeClient: client, keyPrefix: "twin-policy", policy: () => "api" });
+      await assert.rejects(l.consume("k"), ModuleOnlyError);
+      assert.deepEqual(await client.keys("twin-policy*"), []);
+    } finally {
+      await close();
+    }
+  }
 });
