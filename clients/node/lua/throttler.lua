@@ -8,9 +8,23 @@
 -- first call after it ends), the block (its end in ms, kept past what it
 -- affects, so that the first call after it clears the hits from before it).
 -- Numbers given to SET are written by Redis as integers (%.17g).
--- ARGV: ttl ms, limit, block duration ms.
+-- ARGV: ttl ms, limit, block duration ms, and a CL.POLICY name or ''
+-- (module only: the hits' decisions go through it while it exists).
 -- Answers {totalHits, timeToExpire, isBlocked, timeToBlockExpire}.
 local ttl, limit, block = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local policy = ARGV[4] or ''
+-- The decision of a hit by the server, at the limit (or the policy's):
+-- where it refuses, INFO and CL.TOP count it.
+local function decide(args)
+  if policy ~= '' then
+    args[#args + 1] = 'POLICY'
+    args[#args + 1] = policy
+  end
+  return cell('SW.ALLOW', KEYS[1], args)
+end
+-- The hits an allowed decision leaves, read against the app's limit (a
+-- policy's limit can differ).
+local function allowed_hits(a) return math.max(1, math.min(limit, limit - a[3])) end
 -- A counter's limit the server never reaches (exact in doubles, below 2^53);
 -- the twin logs at most LOG_CAP requests per exact window (its documented
 -- cap), so there the count stops at that many hits in one window.
@@ -29,10 +43,10 @@ local tte = seconds(math.min(cell('FW.INCR', KEYS[2], { BIG, window, 1, 'MS' })[
 
 if block <= 0 then
   -- Without a block a hit over the limit is refused and not recorded.
-  local a = cell('SW.ALLOW', KEYS[1], { limit, window, 1, 'MS' })
-  if a[1] == 0 then return { limit - a[3], tte, 0, 0 } end
+  local a = decide({ limit, window, 1, 'MS' })
+  if a[1] == 0 then return { allowed_hits(a), tte, 0, 0 } end
   local wait = a[4] >= 0 and seconds(a[4]) or tte
-  return { limit - a[3] + 1, tte, 1, wait }
+  return { math.max(limit - a[3] + 1, limit + 1), tte, 1, wait }
 end
 
 -- The block's end: positive while it counts, negated once it ended (the
@@ -40,6 +54,8 @@ end
 local ends = tonumber(redis.call('GET', KEYS[3]) or '0')
 if ends > 0 then
   if ends > now then
+    -- A refusal the server counts and never records: no quantity fits.
+    if COUNTS_REFUSALS then decide({ limit, window, NEVER_FITS, 'MS' }) end
     local p = cell('SW.PEEK', KEYS[1], { BIG, window, 'MS' })
     return { BIG - p[3], tte, 1, seconds(ends - now) }
   end
@@ -49,8 +65,16 @@ if ends > 0 then
   local a = cell('SW.ALLOW', KEYS[1], { BIG, window, 1, 'MS' })
   return { BIG - a[3], tte, 0, seconds(ends - now) }
 end
-local a = cell('SW.ALLOW', KEYS[1], { BIG, window, 1, 'MS' })
-local hits = BIG - a[3]
+local hits
+if COUNTS_REFUSALS then
+  local a = decide({ limit, window, 1, 'MS' })
+  if a[1] == 0 then return { allowed_hits(a), tte, 0, seconds(-ends - now) } end
+  -- Refused (and counted) by the server, not recorded: the in-memory
+  -- storage records the hit that starts a block, so it is recorded here.
+  hits = math.max(BIG - cell('SW.ALLOW', KEYS[1], { BIG, window, 1, 'MS' })[3], limit + 1)
+else
+  hits = BIG - cell('SW.ALLOW', KEYS[1], { BIG, window, 1, 'MS' })[3]
+end
 if hits > limit then
   redis.call('SET', KEYS[3], now + block, 'PX', math.max(block, ttl) + SWEEP)
   return { hits, tte, 1, seconds(block) }

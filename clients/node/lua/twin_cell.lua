@@ -1,6 +1,9 @@
 -- The twin's commands, through the entry points of its EVAL script above.
 -- The most requests the twin's exact window logs (functions/MISMATCHES.md).
 local LOG_CAP = 10000
+-- The twin counts no refusals (no INFO fields, no CL.TOP).
+local COUNTS_REFUSALS = false
+local NEVER_FITS = nil
 local function cell(name, key, args)
   local argv = {}
   for i = 1, #args do

@@ -6,8 +6,10 @@ import { APP_GUARD, NestFactory } from "@nestjs/core";
 import { ExpressAdapter } from "@nestjs/platform-express";
 import { FastifyAdapter } from "@nestjs/platform-fastify";
 import { ThrottlerGuard, ThrottlerModule, ThrottlerStorageService } from "@nestjs/throttler";
-import { RedisCellThrottlerStorage } from "../dist/esm/nestjs.js";
+import { Cell } from "../dist/esm/index.js";
+import { ModuleOnlyError, RedisCellThrottlerStorage } from "../dist/esm/nestjs.js";
 import { CLIENTS, clientsInUse, clusterTests, engines } from "./clients.mjs";
+import { delta, operator } from "./operator.mjs";
 import { burst, count } from "./http.mjs";
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -148,5 +150,108 @@ clusterTests("NestJS on a cluster", async ({ name, engine, client }) => {
   } finally {
     await a.close();
     await b.close();
+  }
+});
+
+/** The hits of a storage's key that its sliding window holds (SW.PEEK, either engine). */
+async function hitsHeld(client, key) {
+  const d = await new Cell(client).swPeek(key, 10_000, "60000ms", { ms: true });
+  return 10_000 - d.remaining;
+}
+
+for (const name of clientNames) {
+  for (const [mode, block] of [["the default block (as long as ttl)", 60_000], ["no block", 0]]) {
+    test(`${mode}, ${name}: 15 hits at a limit of 10 are 5 refusals in INFO and CL.TOP, with the in-memory storage's answers and hits`, async () => {
+      for (const { engine, server } of servers) {
+        const { client, close } = await CLIENTS[name].single(server.port);
+        const op = await operator(server.port);
+        const prefix = `op:${name}:${engine}:${block}:`;
+        const ours = new RedisCellThrottlerStorage(client, { prefix });
+        const memory = new ThrottlerStorageService();
+        try {
+          const run = async () => {
+            for (let i = 0; i < 15; i++) {
+              const [m, o] = await Promise.all([
+                memory.increment("k", 60_000, 10, block, "default"),
+                ours.increment("k", 60_000, 10, block, "default"),
+              ]);
+              const at = `${engine}, hit ${i + 1}: memory ${JSON.stringify(m)}, ours ${JSON.stringify(o)}`;
+              assert.equal(o.totalHits, m.totalHits, at);
+              assert.equal(o.isBlocked, m.isBlocked, at);
+              assert.equal(o.isBlocked, i >= 10, at);
+              assert.equal(o.timeToExpire, m.timeToExpire, at);
+              assert.ok(Math.abs(o.timeToBlockExpire - m.timeToBlockExpire) <= 1, at);
+            }
+          };
+          if (engine === "module") assert.equal(await delta(op, "sw_allow_limited", run), 5, "sw_allow_limited grew by 5");
+          else await run();
+          const hits = `${prefix}{k}:default:hits`;
+          if (engine === "module") assert.deepEqual(await op.top(hits), [hits, 5, 0, 0], "CL.TOP");
+          // The hits each live ttl: those the in-memory storage keeps, and the key expires with the last.
+          assert.equal(await hitsHeld(client, hits), memory.hitExpirations.get("k").get("default").length);
+          const ttl = await op.client.pttl(hits);
+          assert.ok(ttl > 55_000 && ttl <= 60_000, `PTTL ${ttl}`);
+        } finally {
+          memory.onApplicationShutdown();
+          await op.close();
+          await close();
+        }
+      }
+    });
+  }
+
+  test(`recipes, ${name}: the NestJS app's limit changed live, a stricter limit on trial, promoted`, async () => {
+    const { server } = servers.find((s) => s.engine === "module");
+    const { client, close } = await CLIENTS[name].single(server.port);
+    const op = await operator(server.port);
+    const policy = `nest-${name}`;
+    const prefix = `live:${name}:`;
+    // The throttler named "default" goes through the policy.
+    const a = await nestApp(new RedisCellThrottlerStorage(client, { prefix, policy: { default: policy } }), "express", [{ ttl: 60_000, limit: 3 }]);
+    const statuses = async (n) => {
+      const out = [];
+      for (let i = 0; i < n; i++) out.push((await burst([a.url], 1))[0].status);
+      return out;
+    };
+    try {
+      // No such policy yet: the app's own 3 a minute.
+      assert.deepEqual(await statuses(2), [200, 200]);
+      const [hits] = await op.client.keys(`${prefix}*:hits`);
+      // Raised to 10 while the app runs: its 4th and 5th requests pass.
+      await op.policy("SET", policy, "SW", 10, "1m");
+      assert.deepEqual(await statuses(3), [200, 200, 200]);
+      // A stricter limit on trial: nobody is refused; CL.TOP shows whom it would refuse.
+      await op.policy("SET", policy, "SW", 10, "1m", "TRIAL", "SW", 2, "1m");
+      assert.deepEqual(await statuses(3), [200, 200, 200]);
+      assert.deepEqual(await op.top(hits, { policy, trial: true }), [hits, 1, 0, 1], "CL.TOP POLICY name TRIAL");
+      // Promoted: the trial's 2 a minute is enforced at once (and blocks, as @nestjs/throttler's own limit does).
+      await op.policy("PROMOTE", policy);
+      assert.deepEqual(await statuses(2), [429, 429]);
+      assert.deepEqual(await op.top(hits, { policy }), [hits, 2, 0, 0]);
+    } finally {
+      await a.close();
+      await op.policy("DEL", policy).catch(() => {});
+      await op.close();
+      await close();
+    }
+  });
+}
+
+test("a policy: checked names, per throttler, and the module's engine", async () => {
+  const fake = { send: async () => null, transaction: async () => [], masters: async () => [], cluster: false };
+  assert.throws(() => new RedisCellThrottlerStorage(fake, { policy: "a:b" }), TypeError);
+  assert.throws(() => new RedisCellThrottlerStorage(fake, { policy: { default: "ok", login: "not ok" } }), /login/);
+  assert.throws(() => new RedisCellThrottlerStorage(fake, { policy: "api", engine: "functions" }), ModuleOnlyError);
+  const twin = servers.find((s) => s.engine === "functions");
+  if (twin) {
+    const { client, close } = await CLIENTS.ioredis.single(twin.server.port);
+    try {
+      const s = new RedisCellThrottlerStorage(client, { prefix: "twin-policy:", policy: { login: "api" } });
+      // A throttler the object does not name has no policy.
+      assert.equal((await s.increment("k", 1000, 2, 0, "default")).totalHits, 1);
+      await assert.rejects(s.increment("k", 1000, 2, 0, "login"), ModuleOnlyError);
+    } finally {
+      await close();
+    }
   }
 });
