@@ -226,6 +226,7 @@ local E = {
   -- Only the twin's.
   NAMED_ZONE = 'ERR invalid TZ: named time zones are module-only; the functions take an offset from -12:00 to +14:00, such as +09:00',
   BIG_LIMIT = 'ERR limit out of the functions\' range: limits above 2^53 are module-only (Lua replies integers as doubles)',
+  BIG_COUNT = 'ERR count out of the functions\' range: a COUNTALL count above 2^53 is module-only (Lua replies integers as doubles)',
   RANGE = 'ERR parameters out of the functions\' range: this call\'s arithmetic exceeds 9e24 ns; use the module',
   MODULE_WINDOW = 'WRONGTYPE key holds the module\'s sliding window (cell-swin); the functions keep their own: delete or rename the key',
   MODULE_LEASES = 'WRONGTYPE key holds the module\'s leases (cell-conc); the functions keep their own: delete or rename the key',
@@ -736,7 +737,8 @@ end
 -- double, nil without TTL).
 --
 -- A FixedWindow is { limit, kind, window_s, window_n } with kind
--- 'rolling' or 'aligned', or { limit, 'calendar', unit, offset }.
+-- 'rolling' or 'aligned', or { limit, 'calendar', unit, offset }; its
+-- field `all` is true for COUNTALL (every hit counted, refused or not).
 
 local fixed = {}
 
@@ -746,6 +748,12 @@ end
 
 function fixed.calendar(limit, unit, offset)
   return { limit, 'calendar', unit, offset }
+end
+
+-- The same windows counting every hit (COUNTALL), as FixedWindow::counting.
+function fixed.counting(fw, all)
+  if all then fw.all = true end
+  return fw
 end
 
 -- now mod w for now >= 0 and w > 0 (pairs), as a pair.
@@ -827,7 +835,15 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   local ncs, ncn = padd(count_s, count_n, qs, qn)
   local limited, rs, rn, as, an = false, nil, nil, count_s, count_n
   local effect = 'none'
-  if not fits then
+  if fw.all and (qs > 0 or qn > 0) and not over_i64(ncs, ncn) then
+    -- Counted whatever the verdict, as INCRBY counts it; a count past 64
+    -- bits is refused uncounted below, as never fitting.
+    as, an, effect = ncs, ncn, 'store'
+    if ptod(ncs, ncn) > limit then
+      limited = true
+      if fits then rs, rn = us, un end
+    end
+  elseif not fits then
     limited = true
   elseif ptod(ncs, ncn) <= limit then
     as, an = ncs, ncn
@@ -839,7 +855,8 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   if cs and not exp_ms then repair = end_ms end
   local after = ptod(as, an)
   local rem = limit - after
-  if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
+  -- COUNTALL's remaining goes below 0 by the count over the limit.
+  if rem < 0 and not fw.all then rem = 0 elseif rem > limit then rem = limit end
   local ts, tn = 0, 0
   if as > 0 or (as == 0 and an > 0) then ts, tn = us, un end
   return effect, verdict(limited, limit, rem, rs, rn, ts, tn), as, an, end_ms, repair
@@ -1760,10 +1777,10 @@ function limiter.sliding(limit_w, window_w, approx_mode)
   return { approx_mode and 'approx' or 'exact', limit, ws, wn }
 end
 
--- `limit window-or-unit [TZ zone] [ALIGN]` as limiter::fixed reads them: a
+-- `limit window-or-unit [TZ zone] [ALIGN] [COUNTALL]` as limiter::fixed reads them: a
 -- calendar unit takes the zone (UTC without one); a zone without a unit is
 -- an error before the window is read.
-function limiter.fixed(limit_w, window_w, tz_w, align)
+function limiter.fixed(limit_w, window_w, tz_w, align, all)
   local limit, err = limiter.limit(limit_w)
   if not limit then return nil, err end
   local unit = calendar.unit(window_w)
@@ -1779,12 +1796,12 @@ function limiter.fixed(limit_w, window_w, tz_w, align)
         return nil, E.BAD_TZ
       end
     end
-    return { 'fixed', fixed.calendar(limit, unit, offset) }
+    return { 'fixed', fixed.counting(fixed.calendar(limit, unit, offset), all) }
   end
   if tz_w then return nil, E.TZ_WITHOUT_CALENDAR end
   local ws, wn = limiter.window(window_w, 'window', E.WINDOW_NOT_POSITIVE)
   if not ws then return nil, wn end
-  return { 'fixed', fixed.new(limit, ws, wn, align) }
+  return { 'fixed', fixed.counting(fixed.new(limit, ws, wn, align), all) }
 end
 
 -- The limit of a limiter, for the twin's range check.
@@ -1832,10 +1849,12 @@ function limiter.check(lim, now_s, now_n)
 end
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
--- nothing. Returns the verdict, then value, expire_ms, current_ms, repair:
--- the write (value nil for none; current_ms the expiry found), and
--- `repair` an expiry for a counter found without TTL; or nil and the
--- error. (Several values rather than one table: no table made per call.)
+-- nothing. Returns the verdict, then value, expire_ms, current_ms, repair,
+-- always: the write (value nil for none; current_ms the expiry found),
+-- `repair` an expiry for a counter found without TTL, and `always` true
+-- when the write is made even for a refused call (COUNTALL); or nil and
+-- the error. (Several values rather than one table: no table made per
+-- call.)
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
   local ok, cerr = limiter.check(lim, now_s, now_n)
   if not ok then return nil, cerr end
@@ -1854,7 +1873,9 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
     local effect, v, as, an, end_ms, repair = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return v, parg(as, an), end_ms, exp_ms, repair end
+    -- COUNTALL answers the count (limit - remaining): exact below 2^53.
+    if lim[2].all and ptod(as, an) >= MAX_LIMIT then return nil, E.BIG_COUNT end
+    if effect == 'store' then return v, parg(as, an), end_ms, exp_ms, repair, lim[2].all end
     return v, nil, nil, nil, repair
   end
   local approx_mode = kind == 'approx'
@@ -1905,6 +1926,7 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
     local found, cs, cn = store.integer(key, E.INVALID_COUNTER)
     if found == nil then return nil, cs end
     if found then
+      if lim[2].all and ptod(cs, cn) >= MAX_LIMIT then return nil, E.BIG_COUNT end
       local exp_ms = store.expire_ms(key, now_ms)
       local rs, rn, exp = fixed.refund(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
       if rs then
@@ -1943,9 +1965,9 @@ local commands = {}
 -- The shape of every single-limiter command (commands::single).
 local function single(key, lim, qs, qn, ms, write)
   local now_s, now_n, now_ms = store.now()
-  local v, value, exp_ms, current_ms, repair = limiter.decide(lim, key, now_s, now_n, qs, qn)
+  local v, value, exp_ms, current_ms, repair, always = limiter.decide(lim, key, now_s, now_n, qs, qn)
   if not v then return nil, value end
-  if write then limiter.apply(key, not v[1], now_ms, value, exp_ms, current_ms, repair) end
+  if write then limiter.apply(key, always or not v[1], now_ms, value, exp_ms, current_ms, repair) end
   return to_reply(v, ms)
 end
 
@@ -1977,7 +1999,7 @@ end
 local MS = { MS = 'flag' }
 local MS_MAXWAIT = { MAXWAIT = 'keyword', MS = 'flag' }
 local SW_FLAGS = { APPROX = 'flag', MS = 'flag' }
-local FW_FLAGS = { ALIGN = 'flag', TZ = 'keyword', MS = 'flag' }
+local FW_FLAGS = { ALIGN = 'flag', TZ = 'keyword', COUNTALL = 'flag', MS = 'flag' }
 local CC_FLAGS = { ID = 'keyword', MS = 'flag' }
 local NONE = {}
 
@@ -2086,12 +2108,12 @@ end, 'allow-oom' }
 
 local function fixed_of(argv, o)
   local tz = o.TZ
-  return cached_limiter('F' .. argv[1] .. '\0' .. argv[2] .. '\0' .. (tz or '') .. (o.ALIGN and '\0A' or ''),
-    limiter.fixed, argv[1], argv[2], tz, o.ALIGN)
+  return cached_limiter('F' .. argv[1] .. '\0' .. argv[2] .. '\0' .. (tz or '') .. (o.ALIGN and '\0A' or '')
+    .. (o.COUNTALL and '\0C' or ''), limiter.fixed, argv[1], argv[2], tz, o.ALIGN, o.COUNTALL)
 end
 
--- FW.INCR key limit window-or-unit [quantity] [ALIGN] [TZ zone] [MS]
--- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [MS]
+-- FW.INCR key limit window-or-unit [quantity] [ALIGN] [TZ zone] [COUNTALL] [MS]
+-- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [COUNTALL] [MS]
 local function fixed_command(write)
   return function(key, argv)
     local o, oerr = grammar.options(argv, 3, FW_FLAGS, write)
@@ -2108,7 +2130,7 @@ end
 commands['fw.incr'] = { 3, fixed_command(true) }
 commands['fw.peek'] = { 3, fixed_command(false), 'no-writes' }
 
--- FW.REFUND key limit window-or-unit quantity [ALIGN] [TZ zone] [MS]
+-- FW.REFUND key limit window-or-unit quantity [ALIGN] [TZ zone] [COUNTALL] [MS]
 commands['fw.refund'] = { 4, function(key, argv)
   local o, oerr = grammar.options(argv, 4, FW_FLAGS, false)
   if not o then return nil, oerr end
@@ -2245,7 +2267,7 @@ end, 'no-writes' }
 -- allow. The reply is the binding limiter's five integers and its index.
 
 local KINDS = { GCRA = 3, SW = 2, FW = 2 }
-local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword' } }
+local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword', COUNTALL = 'flag' } }
 local CALL_SPEC = { QUANTITY = 'keyword', MS = 'flag' }
 
 -- One limiter from its parameters at argv[i] and its options, as its own
@@ -2257,7 +2279,7 @@ local function limiter_of(kind, argv, i, o)
   elseif kind == 'SW' then
     lim, err = limiter.sliding(argv[i], argv[i + 1], o.APPROX)
   else
-    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN)
+    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN, o.COUNTALL)
   end
   if not lim then return nil, err end
   local ok, cerr = limiter.check_range(lim)
@@ -2351,15 +2373,15 @@ commands['cl.throttleall'] = { 3, function(keys, argv)
   local now_s, now_n, now_ms = store.now()
   local decided, verdicts = {}, {}
   for j = 1, n do
-    local v, value, exp_ms, current_ms, repair = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
+    local v, value, exp_ms, current_ms, repair, always = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
     if not v then return nil, value end
-    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair }, v
+    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair, always }, v
   end
   local b = binding_of(verdicts)
   local goes_ahead = not verdicts[b][1]
   for j = 1, n do
     local d = decided[j]
-    limiter.apply(keys[j], goes_ahead, now_ms, d[1], d[2], d[3], d[4])
+    limiter.apply(keys[j], goes_ahead or d[5], now_ms, d[1], d[2], d[3], d[4])
   end
   local reply = to_reply(verdicts[b], ms)
   reply[6] = b

@@ -34,6 +34,12 @@ pub enum CmdError {
     PolicyUnreadable(Shown),
     /// `ERR policy 'name' has no trial`.
     NoTrial(Shown),
+    /// A policy named by a command whose limiter is of another kind.
+    PolicyKind {
+        policy: Shown,
+        holds: &'static str,
+        takes: &'static str,
+    },
 }
 
 impl CmdError {
@@ -73,6 +79,14 @@ impl CmdError {
             CmdError::NoTrial(name) => {
                 Cow::Owned(format!("ERR policy '{}' has no trial", name.as_str()))
             }
+            CmdError::PolicyKind {
+                policy,
+                holds,
+                takes,
+            } => Cow::Owned(format!(
+                "ERR policy '{}' holds a {holds} limiter, not the {takes} of this command",
+                policy.as_str()
+            )),
         })
     }
 }
@@ -215,6 +229,16 @@ pub fn policy_unreadable(policy: &[u8]) -> CmdError {
 /// `ERR policy 'name' has no trial`, the name shown safely.
 pub fn no_trial(name: &[u8]) -> CmdError {
     CmdError::NoTrial(shown(name))
+}
+
+/// A policy of another kind than the command naming it: what each holds
+/// (`GCRA`, `SW`, `SW APPROX`, `FW`).
+pub fn policy_kind(policy: &[u8], holds: &'static str, takes: &'static str) -> CmdError {
+    CmdError::PolicyKind {
+        policy: shown(policy),
+        holds,
+        takes,
+    }
 }
 
 /// `ERR unknown policy 'name'`, the name shown safely.

@@ -38,6 +38,9 @@ pub struct Decided {
     /// fixed-window counter found without a TTL, which would otherwise
     /// block its user forever.
     pub repair: Option<i64>,
+    /// Whether `write` is written even when the call is refused: a
+    /// `COUNTALL` fixed window counts every hit.
+    pub always: bool,
 }
 
 /// A write, with everything needed to replicate it as an effect.
@@ -92,8 +95,8 @@ pub fn sliding(limit: &[u8], window: &[u8], approx: bool) -> Result<Limiter, Cmd
     })
 }
 
-/// `limit window [ALIGN]` or `limit unit [TZ zone]`, validated as
-/// `FW.INCR` does: a calendar unit (`minute` ... `year`) in place of the
+/// `limit window [ALIGN]` or `limit unit [TZ zone]`, and `COUNTALL`
+/// (every hit counted), validated as `FW.INCR` does: a calendar unit (`minute` ... `year`) in place of the
 /// window makes calendar windows in the zone `tz`, a fixed offset
 /// (`+09:00`) or an IANA name (`Europe/Berlin`), UTC without it; they are
 /// aligned by nature, so ALIGN changes nothing for them.
@@ -102,6 +105,7 @@ pub fn fixed(
     window: &[u8],
     tz: Option<&[u8]>,
     align: bool,
+    countall: bool,
 ) -> Result<Limiter, CmdError> {
     let limit = self::limit(limit)?;
     let fw = match Unit::parse(window) {
@@ -115,7 +119,7 @@ pub fn fixed(
         None if tz.is_some() => return Err(error::TZ_WITHOUT_CALENDAR),
         None => FixedWindow::new(limit, self::window(window)?, align)?,
     };
-    Ok(Limiter::Fixed(fw))
+    Ok(Limiter::Fixed(fw.counting(countall)))
 }
 
 /// A non-negative integer limit.
@@ -156,6 +160,7 @@ impl Limiter {
             verdict,
             write: Write::None,
             repair: None,
+            always: false,
         };
         match self {
             Limiter::Gcra(g) => {
@@ -166,6 +171,7 @@ impl Limiter {
                         verdict,
                         write: Write::Tat { tat, expire_at_ms },
                         repair: None,
+                        always: false,
                     },
                     _ => nothing(verdict),
                 })
@@ -187,6 +193,7 @@ impl Limiter {
                             approx: false,
                         },
                         repair: None,
+                        always: false,
                     },
                     _ => nothing(verdict),
                 })
@@ -207,6 +214,7 @@ impl Limiter {
                             approx: true,
                         },
                         repair: None,
+                        always: false,
                     },
                     _ => nothing(verdict),
                 })
@@ -230,6 +238,7 @@ impl Limiter {
                     verdict: outcome.verdict,
                     write,
                     repair: outcome.repair,
+                    always: fw.counts_all(),
                 })
             }
         }
@@ -326,9 +335,10 @@ fn window_written(
 
 impl Decided {
     /// Writes what the call writes: the write itself when the call goes
-    /// ahead (which sets the expiry a repair would), otherwise the repair.
+    /// ahead or counts every hit (which sets the expiry a repair would),
+    /// otherwise the repair.
     pub fn apply(&self, key: &mut Key, goes_ahead: bool) -> Result<(), CmdError> {
-        if goes_ahead && self.write != Write::None {
+        if (goes_ahead || self.always) && self.write != Write::None {
             return apply(key, self.write);
         }
         match self.repair {
@@ -479,6 +489,20 @@ fn replicate_window_effect(
     key.replicate(command, &args[..n]);
 }
 
+/// The families' names, by [`family`], as errors name them.
+pub const FAMILIES: [&str; 4] = ["GCRA", "SW", "SW APPROX", "FW"];
+
+impl Limiter {
+    /// The same limiter, a fixed window counting every hit (`COUNTALL`);
+    /// any other limiter unchanged.
+    pub fn counting_all(self) -> Self {
+        match self {
+            Limiter::Fixed(fw) => Limiter::Fixed(fw.counting(true)),
+            other => other,
+        }
+    }
+}
+
 /// What a key of a limiter holds: a policy keeps it across `SET` (and a
 /// trial has its policy's), so that its keys stay readable.
 pub fn family(l: &Limiter) -> u8 {
@@ -521,7 +545,7 @@ pub struct Read<'a> {
 /// Reads a limiter written as `CL.THROTTLEALL` and `CL.POLICY SET` take
 /// it, its kind (already read) followed by its parameters from word `at`:
 /// `GCRA max_burst count_per_period period`, `SW limit window [APPROX]`,
-/// `FW limit window-or-unit [ALIGN] [TZ zone]`. Its options, in any order
+/// `FW limit window-or-unit [ALIGN] [TZ zone] [COUNTALL]`. Its options, in any order
 /// after the parameters and mixed with the `extra` ones, end at a `stop`
 /// word. `missing` is the error for parameters that are not all there.
 /// The options' syntax is checked before the parameters' values.
@@ -535,7 +559,7 @@ pub fn read<'a>(
 ) -> Result<Read<'a>, CmdError> {
     const GCRA: &[Opt] = &[];
     const SW: &[Opt] = &[options::APPROX];
-    const FW: &[Opt] = &[options::ALIGN, options::TZ];
+    const FW: &[Opt] = &[options::ALIGN, options::TZ, options::COUNTALL];
     let (params, own) = match kind {
         Kind::Gcra => (3, GCRA),
         Kind::Sliding => (2, SW),
@@ -554,6 +578,7 @@ pub fn read<'a>(
             p(1),
             options.value(options::TZ),
             options.has(options::ALIGN),
+            options.has(options::COUNTALL),
         )?,
     };
     Ok(Read {

@@ -17,6 +17,11 @@ use crate::{ParamError, NANOS_PER_MILLI};
 pub struct FixedWindow {
     limit: i64,
     span: Span,
+    /// `COUNTALL`: every hit is counted, refused or not, as `INCRBY`
+    /// counts it (the reference libraries' and envoyproxy/ratelimit's
+    /// fixed windows), and `remaining` goes below 0 by the count over the
+    /// limit.
+    counting: bool,
 }
 
 /// Where a window that starts now ends.
@@ -71,7 +76,11 @@ impl FixedWindow {
         } else {
             Span::Rolling(window)
         };
-        Ok(Self { limit, span })
+        Ok(Self {
+            limit,
+            span,
+            counting: false,
+        })
     }
 
     /// Calendar windows: `limit >= 0` per `unit`, in the zone `offset`
@@ -83,6 +92,7 @@ impl FixedWindow {
         Ok(Self {
             limit,
             span: Span::Calendar(unit, offset),
+            counting: false,
         })
     }
 
@@ -94,7 +104,18 @@ impl FixedWindow {
         Ok(Self {
             limit,
             span: Span::Zoned(unit, zone),
+            counting: false,
         })
+    }
+
+    /// The same windows, counting every hit (`COUNTALL`) or not.
+    pub fn counting(self, counting: bool) -> Self {
+        Self { counting, ..self }
+    }
+
+    /// Whether every hit is counted, refused or not (`COUNTALL`).
+    pub fn counts_all(&self) -> bool {
+        self.counting
     }
 
     /// The end (ns) of a window that would start now.
@@ -144,28 +165,46 @@ impl FixedWindow {
         let fits = self.limit > 0 && (0..=self.limit).contains(&quantity);
         let new_count = i128::from(count) + i128::from(quantity);
 
-        let (limited, retry_after, count_after, effect) = if !fits {
-            (true, None, count, Effect::None)
-        } else if new_count <= i128::from(self.limit) {
-            let count_after = new_count as i64;
-            let effect = if quantity > 0 {
-                Effect::Store {
+        let (limited, retry_after, count_after, effect) =
+            if self.counting && quantity > 0 && new_count <= i128::from(i64::MAX) {
+                // Counted whatever the verdict, as INCRBY counts it; a count
+                // past 64 bits is refused uncounted below, as never fitting.
+                let count_after = new_count as i64;
+                let limited = count_after > self.limit;
+                let retry_after = (limited && fits).then_some(until_end);
+                let effect = Effect::Store {
                     count: count_after,
                     expire_at_ms: end_ms,
-                }
+                };
+                (limited, retry_after, count_after, effect)
+            } else if !fits {
+                (true, None, count, Effect::None)
+            } else if new_count <= i128::from(self.limit) {
+                let count_after = new_count as i64;
+                let effect = if quantity > 0 {
+                    Effect::Store {
+                        count: count_after,
+                        expire_at_ms: end_ms,
+                    }
+                } else {
+                    Effect::None
+                };
+                (false, None, count_after, effect)
             } else {
-                Effect::None
+                (true, Some(until_end), count, Effect::None)
             };
-            (false, None, count_after, effect)
-        } else {
-            (true, Some(until_end), count, Effect::None)
-        };
         let repair = found.filter(|c| c.expire_at_ms.is_none()).map(|_| end_ms);
         let verdict = Verdict {
             limited,
             limit: self.limit,
-            remaining: (i128::from(self.limit) - i128::from(count_after))
-                .clamp(0, i128::from(self.limit)) as i64,
+            remaining: if self.counting {
+                // Below 0 by the count over the limit: the count is
+                // `limit - remaining`.
+                saturate(i128::from(self.limit) - i128::from(count_after))
+            } else {
+                (i128::from(self.limit) - i128::from(count_after)).clamp(0, i128::from(self.limit))
+                    as i64
+            },
             retry_after,
             reset_after: if count_after > 0 { until_end } else { 0 },
         };
@@ -252,6 +291,48 @@ mod tests {
         assert_eq!(call(&fw, &mut st, T0 + 50 * S, 1), [0, 2, 0, -1, 10]);
         assert_eq!(call(&fw, &mut st, T0 + 59 * S, 1), [1, 2, 0, 1, 1]);
         assert_eq!(call(&fw, &mut st, T0 + 60 * S, 1), [0, 2, 1, -1, 60]);
+    }
+
+    #[test]
+    fn counting_counts_every_hit_as_incrby() {
+        let fw = FixedWindow::new(3, 60 * S, false).unwrap().counting(true);
+        let mut st = None;
+        assert_eq!(call(&fw, &mut st, T0 + 10 * S, 1), [0, 3, 2, -1, 60]);
+        assert_eq!(call(&fw, &mut st, T0 + 20 * S, 2), [0, 3, 0, -1, 50]);
+        // Refused and counted: remaining says by how much.
+        assert_eq!(call(&fw, &mut st, T0 + 30 * S, 1), [1, 3, -1, 40, 40]);
+        assert_eq!(st.map(|c| c.count), Some(4));
+        // More than the limit at once: never fits, counted all the same.
+        assert_eq!(call(&fw, &mut st, T0 + 30 * S, 4), [1, 3, -5, -1, 40]);
+        // A peek counts nothing and answers the count over the limit.
+        assert_eq!(call(&fw, &mut st, T0 + 40 * S, 0), [1, 3, -5, 30, 30]);
+        assert_eq!(
+            st,
+            Some(Counter {
+                count: 8,
+                expire_at_ms: Some((T0 + 70 * S) / 1_000_000)
+            })
+        );
+        // The window's end is never moved by the hits counted.
+        assert_eq!(call(&fw, &mut st, T0 + 70 * S, 1), [0, 3, 2, -1, 60]);
+        // Limit 0: every hit refused and counted.
+        let zero = FixedWindow::new(0, 60 * S, false).unwrap().counting(true);
+        let mut st = None;
+        assert_eq!(call(&zero, &mut st, T0, 2), [1, 0, -2, -1, 60]);
+        assert_eq!(st.map(|c| c.count), Some(2));
+    }
+
+    #[test]
+    fn counting_stops_at_64_bits_without_writing() {
+        let fw = FixedWindow::new(3, 60 * S, false).unwrap().counting(true);
+        let full = Some(Counter {
+            count: i64::MAX - 1,
+            expire_at_ms: Some((T0 + 60 * S) / 1_000_000),
+        });
+        let out = fw.decide(full, T0, 2);
+        assert_eq!(out.effect, Effect::None);
+        assert!(out.verdict.limited);
+        assert_eq!(out.verdict.remaining, 3 - (i64::MAX - 1));
     }
 
     #[test]

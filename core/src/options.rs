@@ -57,6 +57,8 @@ pub const COUNT: Opt = opt(Form::Keyword, "COUNT", 9);
 pub const POLICY: Opt = opt(Form::Keyword, "POLICY", 10);
 pub const RESET: Opt = opt(Form::Flag, "RESET", 11);
 pub const TRIAL: Opt = opt(Form::Flag, "TRIAL", 12);
+/// A fixed window that counts every hit, refused or not.
+pub const COUNTALL: Opt = opt(Form::Flag, "COUNTALL", 13);
 
 impl Opt {
     /// Whether `word` names this option (any case); the bare quantity has

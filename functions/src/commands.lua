@@ -9,9 +9,9 @@ local commands = {}
 -- The shape of every single-limiter command (commands::single).
 local function single(key, lim, qs, qn, ms, write)
   local now_s, now_n, now_ms = store.now()
-  local v, value, exp_ms, current_ms, repair = limiter.decide(lim, key, now_s, now_n, qs, qn)
+  local v, value, exp_ms, current_ms, repair, always = limiter.decide(lim, key, now_s, now_n, qs, qn)
   if not v then return nil, value end
-  if write then limiter.apply(key, not v[1], now_ms, value, exp_ms, current_ms, repair) end
+  if write then limiter.apply(key, always or not v[1], now_ms, value, exp_ms, current_ms, repair) end
   return to_reply(v, ms)
 end
 
@@ -43,7 +43,7 @@ end
 local MS = { MS = 'flag' }
 local MS_MAXWAIT = { MAXWAIT = 'keyword', MS = 'flag' }
 local SW_FLAGS = { APPROX = 'flag', MS = 'flag' }
-local FW_FLAGS = { ALIGN = 'flag', TZ = 'keyword', MS = 'flag' }
+local FW_FLAGS = { ALIGN = 'flag', TZ = 'keyword', COUNTALL = 'flag', MS = 'flag' }
 local CC_FLAGS = { ID = 'keyword', MS = 'flag' }
 local NONE = {}
 
@@ -152,12 +152,12 @@ end, 'allow-oom' }
 
 local function fixed_of(argv, o)
   local tz = o.TZ
-  return cached_limiter('F' .. argv[1] .. '\0' .. argv[2] .. '\0' .. (tz or '') .. (o.ALIGN and '\0A' or ''),
-    limiter.fixed, argv[1], argv[2], tz, o.ALIGN)
+  return cached_limiter('F' .. argv[1] .. '\0' .. argv[2] .. '\0' .. (tz or '') .. (o.ALIGN and '\0A' or '')
+    .. (o.COUNTALL and '\0C' or ''), limiter.fixed, argv[1], argv[2], tz, o.ALIGN, o.COUNTALL)
 end
 
--- FW.INCR key limit window-or-unit [quantity] [ALIGN] [TZ zone] [MS]
--- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [MS]
+-- FW.INCR key limit window-or-unit [quantity] [ALIGN] [TZ zone] [COUNTALL] [MS]
+-- FW.PEEK key limit window-or-unit [ALIGN] [TZ zone] [COUNTALL] [MS]
 local function fixed_command(write)
   return function(key, argv)
     local o, oerr = grammar.options(argv, 3, FW_FLAGS, write)
@@ -174,7 +174,7 @@ end
 commands['fw.incr'] = { 3, fixed_command(true) }
 commands['fw.peek'] = { 3, fixed_command(false), 'no-writes' }
 
--- FW.REFUND key limit window-or-unit quantity [ALIGN] [TZ zone] [MS]
+-- FW.REFUND key limit window-or-unit quantity [ALIGN] [TZ zone] [COUNTALL] [MS]
 commands['fw.refund'] = { 4, function(key, argv)
   local o, oerr = grammar.options(argv, 4, FW_FLAGS, false)
   if not o then return nil, oerr end

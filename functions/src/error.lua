@@ -31,6 +31,7 @@ local E = {
   -- Only the twin's.
   NAMED_ZONE = 'ERR invalid TZ: named time zones are module-only; the functions take an offset from -12:00 to +14:00, such as +09:00',
   BIG_LIMIT = 'ERR limit out of the functions\' range: limits above 2^53 are module-only (Lua replies integers as doubles)',
+  BIG_COUNT = 'ERR count out of the functions\' range: a COUNTALL count above 2^53 is module-only (Lua replies integers as doubles)',
   RANGE = 'ERR parameters out of the functions\' range: this call\'s arithmetic exceeds 9e24 ns; use the module',
   MODULE_WINDOW = 'WRONGTYPE key holds the module\'s sliding window (cell-swin); the functions keep their own: delete or rename the key',
   MODULE_LEASES = 'WRONGTYPE key holds the module\'s leases (cell-conc); the functions keep their own: delete or rename the key',

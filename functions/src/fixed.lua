@@ -3,7 +3,8 @@
 -- double, nil without TTL).
 --
 -- A FixedWindow is { limit, kind, window_s, window_n } with kind
--- 'rolling' or 'aligned', or { limit, 'calendar', unit, offset }.
+-- 'rolling' or 'aligned', or { limit, 'calendar', unit, offset }; its
+-- field `all` is true for COUNTALL (every hit counted, refused or not).
 
 local fixed = {}
 
@@ -13,6 +14,12 @@ end
 
 function fixed.calendar(limit, unit, offset)
   return { limit, 'calendar', unit, offset }
+end
+
+-- The same windows counting every hit (COUNTALL), as FixedWindow::counting.
+function fixed.counting(fw, all)
+  if all then fw.all = true end
+  return fw
 end
 
 -- now mod w for now >= 0 and w > 0 (pairs), as a pair.
@@ -94,7 +101,15 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   local ncs, ncn = padd(count_s, count_n, qs, qn)
   local limited, rs, rn, as, an = false, nil, nil, count_s, count_n
   local effect = 'none'
-  if not fits then
+  if fw.all and (qs > 0 or qn > 0) and not over_i64(ncs, ncn) then
+    -- Counted whatever the verdict, as INCRBY counts it; a count past 64
+    -- bits is refused uncounted below, as never fitting.
+    as, an, effect = ncs, ncn, 'store'
+    if ptod(ncs, ncn) > limit then
+      limited = true
+      if fits then rs, rn = us, un end
+    end
+  elseif not fits then
     limited = true
   elseif ptod(ncs, ncn) <= limit then
     as, an = ncs, ncn
@@ -106,7 +121,8 @@ function fixed.decide(fw, cs, cn, exp_ms, now_s, now_n, qs, qn)
   if cs and not exp_ms then repair = end_ms end
   local after = ptod(as, an)
   local rem = limit - after
-  if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
+  -- COUNTALL's remaining goes below 0 by the count over the limit.
+  if rem < 0 and not fw.all then rem = 0 elseif rem > limit then rem = limit end
   local ts, tn = 0, 0
   if as > 0 or (as == 0 and an > 0) then ts, tn = us, un end
   return effect, verdict(limited, limit, rem, rs, rn, ts, tn), as, an, end_ms, repair

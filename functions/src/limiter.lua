@@ -93,10 +93,10 @@ function limiter.sliding(limit_w, window_w, approx_mode)
   return { approx_mode and 'approx' or 'exact', limit, ws, wn }
 end
 
--- `limit window-or-unit [TZ zone] [ALIGN]` as limiter::fixed reads them: a
+-- `limit window-or-unit [TZ zone] [ALIGN] [COUNTALL]` as limiter::fixed reads them: a
 -- calendar unit takes the zone (UTC without one); a zone without a unit is
 -- an error before the window is read.
-function limiter.fixed(limit_w, window_w, tz_w, align)
+function limiter.fixed(limit_w, window_w, tz_w, align, all)
   local limit, err = limiter.limit(limit_w)
   if not limit then return nil, err end
   local unit = calendar.unit(window_w)
@@ -112,12 +112,12 @@ function limiter.fixed(limit_w, window_w, tz_w, align)
         return nil, E.BAD_TZ
       end
     end
-    return { 'fixed', fixed.calendar(limit, unit, offset) }
+    return { 'fixed', fixed.counting(fixed.calendar(limit, unit, offset), all) }
   end
   if tz_w then return nil, E.TZ_WITHOUT_CALENDAR end
   local ws, wn = limiter.window(window_w, 'window', E.WINDOW_NOT_POSITIVE)
   if not ws then return nil, wn end
-  return { 'fixed', fixed.new(limit, ws, wn, align) }
+  return { 'fixed', fixed.counting(fixed.new(limit, ws, wn, align), all) }
 end
 
 -- The limit of a limiter, for the twin's range check.
@@ -165,10 +165,12 @@ function limiter.check(lim, now_s, now_n)
 end
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
--- nothing. Returns the verdict, then value, expire_ms, current_ms, repair:
--- the write (value nil for none; current_ms the expiry found), and
--- `repair` an expiry for a counter found without TTL; or nil and the
--- error. (Several values rather than one table: no table made per call.)
+-- nothing. Returns the verdict, then value, expire_ms, current_ms, repair,
+-- always: the write (value nil for none; current_ms the expiry found),
+-- `repair` an expiry for a counter found without TTL, and `always` true
+-- when the write is made even for a refused call (COUNTALL); or nil and
+-- the error. (Several values rather than one table: no table made per
+-- call.)
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
   local ok, cerr = limiter.check(lim, now_s, now_n)
   if not ok then return nil, cerr end
@@ -187,7 +189,9 @@ function limiter.decide(lim, key, now_s, now_n, qs, qn)
     local exp_ms
     if found then exp_ms = store.expire_ms(key, now_s * 1000 + floor(now_n / 1000000)) else cs, cn = nil, nil end
     local effect, v, as, an, end_ms, repair = fixed.decide(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
-    if effect == 'store' then return v, parg(as, an), end_ms, exp_ms, repair end
+    -- COUNTALL answers the count (limit - remaining): exact below 2^53.
+    if lim[2].all and ptod(as, an) >= MAX_LIMIT then return nil, E.BIG_COUNT end
+    if effect == 'store' then return v, parg(as, an), end_ms, exp_ms, repair, lim[2].all end
     return v, nil, nil, nil, repair
   end
   local approx_mode = kind == 'approx'
@@ -238,6 +242,7 @@ function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
     local found, cs, cn = store.integer(key, E.INVALID_COUNTER)
     if found == nil then return nil, cs end
     if found then
+      if lim[2].all and ptod(cs, cn) >= MAX_LIMIT then return nil, E.BIG_COUNT end
       local exp_ms = store.expire_ms(key, now_ms)
       local rs, rn, exp = fixed.refund(lim[2], cs, cn, exp_ms, now_s, now_n, qs, qn)
       if rs then

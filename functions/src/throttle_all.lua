@@ -5,7 +5,7 @@
 -- allow. The reply is the binding limiter's five integers and its index.
 
 local KINDS = { GCRA = 3, SW = 2, FW = 2 }
-local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword' } }
+local LIMITER_SPEC = { GCRA = {}, SW = { APPROX = 'flag' }, FW = { ALIGN = 'flag', TZ = 'keyword', COUNTALL = 'flag' } }
 local CALL_SPEC = { QUANTITY = 'keyword', MS = 'flag' }
 
 -- One limiter from its parameters at argv[i] and its options, as its own
@@ -17,7 +17,7 @@ local function limiter_of(kind, argv, i, o)
   elseif kind == 'SW' then
     lim, err = limiter.sliding(argv[i], argv[i + 1], o.APPROX)
   else
-    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN)
+    lim, err = limiter.fixed(argv[i], argv[i + 1], o.TZ, o.ALIGN, o.COUNTALL)
   end
   if not lim then return nil, err end
   local ok, cerr = limiter.check_range(lim)
@@ -111,15 +111,15 @@ commands['cl.throttleall'] = { 3, function(keys, argv)
   local now_s, now_n, now_ms = store.now()
   local decided, verdicts = {}, {}
   for j = 1, n do
-    local v, value, exp_ms, current_ms, repair = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
+    local v, value, exp_ms, current_ms, repair, always = limiter.decide(limiters[j], keys[j], now_s, now_n, qs, qn)
     if not v then return nil, value end
-    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair }, v
+    decided[j], verdicts[j] = { value, exp_ms, current_ms, repair, always }, v
   end
   local b = binding_of(verdicts)
   local goes_ahead = not verdicts[b][1]
   for j = 1, n do
     local d = decided[j]
-    limiter.apply(keys[j], goes_ahead, now_ms, d[1], d[2], d[3], d[4])
+    limiter.apply(keys[j], goes_ahead or d[5], now_ms, d[1], d[2], d[3], d[4])
   end
   local reply = to_reply(verdicts[b], ms)
   reply[6] = b

@@ -124,8 +124,9 @@ pub const GCRA_LIMITER: Arg = inline(&[
 /// (its `APPROX` flag apart).
 pub const SW_LIMITER: Arg = inline(&[arg("limit", Integer), arg("window", Duration)]);
 
-/// The parameters of a fixed window limiter, as `FW.INCR` takes them.
-pub const FW_LIMITER: Arg = inline(&[arg("limit", Integer), WINDOW_OR_UNIT]);
+/// The parameters of a fixed window limiter, as `FW.INCR` takes them,
+/// and its `COUNTALL` flag (every hit counted, refused or not).
+pub const FW_LIMITER: Arg = inline(&[arg("limit", Integer), WINDOW_OR_UNIT, flag("COUNTALL")]);
 
 /// A fixed window's length (`ALIGN` to start windows at multiples of it
 /// since the Unix epoch), or a calendar unit in a time zone.

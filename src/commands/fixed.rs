@@ -1,5 +1,5 @@
-//! `FW.INCR key limit window [quantity] [ALIGN] [MS] [SHADOW]` and
-//! `FW.PEEK key limit window [ALIGN] [MS]` (options in any order): a fixed window counter, stored
+//! `FW.INCR key limit window [quantity] [ALIGN] [COUNTALL] [MS] [SHADOW] [POLICY name]` and
+//! `FW.PEEK key limit window [ALIGN] [COUNTALL] [MS] [POLICY name]` (options in any order): a fixed window counter, stored
 //! as a plain string integer with a TTL (what INCR + EXPIRE writes). A
 //! calendar unit may replace the window: `FW.INCR key limit month
 //! TZ +09:00 ...`.
@@ -33,6 +33,7 @@ command! {
             optional("quantity", Integer),
             flag("MS"),
             flag("SHADOW"),
+            keyword("POLICY", "name", String),
         ],
     },
 }
@@ -49,6 +50,7 @@ command! {
             arg("key", Key),
             FW_LIMITER,
             flag("MS"),
+            keyword("POLICY", "name", String),
         ],
     },
 }

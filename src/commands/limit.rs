@@ -6,7 +6,7 @@
 //! `CL.TOP`. A policy's trial then runs on its own key at the same
 //! instant (see `trial`), which changes nothing of the call's.
 
-use super::{enforce, trial, unit, Watch};
+use super::{by_policy, unit, Call};
 use crate::args::Args;
 use crate::clock;
 use crate::error::CmdError;
@@ -22,26 +22,12 @@ pub fn limit(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     let options = args.options(3, OPTIONS)?;
     let name = args.word(2);
     let found = policies::registry().lookup(name)?;
-    let watch = Watch {
-        shadow: found.shadow || options.has(options::SHADOW),
-        policy: Some(name),
+    let call = Call {
+        quantity: options.quantity.unwrap_or(1),
+        unit: unit(&options),
+        shadow: options.has(options::SHADOW),
     };
-    let quantity = options.quantity.unwrap_or(1);
-    let now = clock::now_nanos();
-    let reply = enforce(
-        ctx,
-        args,
-        found.limiter,
-        quantity,
-        unit(&options),
-        watch,
-        now,
-    )?;
-    if let Some(t) = found.trial {
-        let key = args.word(1);
-        trial::run(ctx, name, key, &t, now, quantity, &|n| n == key);
-    }
-    Ok(reply)
+    by_policy(ctx, args, name, found, call, clock::now_nanos())
 }
 
 command! {

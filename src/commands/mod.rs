@@ -63,10 +63,11 @@ mod trial;
 
 use crate::args::Args;
 use crate::clock;
+use crate::error;
 use crate::error::CmdError;
 use crate::handler::Reply;
 use crate::limiter::{self, Kind, Limiter};
-use crate::policies::{registry, Refusal};
+use crate::policies::{self, registry, Refusal};
 use crate::stats::Stats;
 use crate::store::{Access, Key};
 use cell_core::options::{self, Found, Opt};
@@ -146,10 +147,15 @@ pub enum KeyUse {
 }
 
 /// The options of `CL.THROTTLE`, `SW.ALLOW` and `FW.INCR` after their
-/// limiter's own (`APPROX`; `ALIGN`, `TZ`).
-const LIMIT_OPTIONS: &[Opt] = &[options::QUANTITY, options::MS, options::SHADOW];
+/// limiter's own (`APPROX`; `ALIGN`, `TZ`, `COUNTALL`).
+const LIMIT_OPTIONS: &[Opt] = &[
+    options::QUANTITY,
+    options::MS,
+    options::SHADOW,
+    options::POLICY,
+];
 /// The options of their peeks after the limiter's own.
-const PEEK_OPTIONS: &[Opt] = &[options::MS];
+const PEEK_OPTIONS: &[Opt] = &[options::MS, options::POLICY];
 
 /// `NAME key <limiter> [options]`: the limiter of `kind` read from word 2
 /// as `CL.THROTTLEALL` reads one, with the command's `extra` options; too
@@ -163,15 +169,56 @@ fn read_limiter<'a>(
     limiter::read(&word, kind, 2, extra, &|_| false, CmdError::WrongArity)
 }
 
-/// `CL.THROTTLE`, `SW.ALLOW`, `FW.INCR`: a limiter, then a quantity, `MS`
-/// and `SHADOW`.
+/// The policy a call names with `POLICY name`, when it exists: the call
+/// then uses it as `CL.LIMIT` does, with the call's own `COUNTALL`; when
+/// it does not, the call's own limiter decides (the application's numbers
+/// as the fallback of a live limit). A policy of another kind than the
+/// call's limiter would read its key as another state: an error.
+fn named_policy<'a>(
+    read: &limiter::Read<'a>,
+) -> Result<Option<(&'a [u8], policies::Found)>, CmdError> {
+    let Some(name) = read.options.value(options::POLICY) else {
+        return Ok(None);
+    };
+    let Some(mut found) = registry().find(name)? else {
+        return Ok(None);
+    };
+    let (holds, takes) = (
+        limiter::family(&found.limiter),
+        limiter::family(&read.limiter),
+    );
+    if holds != takes {
+        return Err(error::policy_kind(
+            name,
+            limiter::FAMILIES[usize::from(holds)],
+            limiter::FAMILIES[usize::from(takes)],
+        ));
+    }
+    if read.options.has(options::COUNTALL) {
+        found.limiter = found.limiter.counting_all();
+        found.trial = found.trial.map(Limiter::counting_all);
+    }
+    Ok(Some((name, found)))
+}
+
+/// `CL.THROTTLE`, `SW.ALLOW`, `FW.INCR`: a limiter, then a quantity, `MS`,
+/// `SHADOW` and `POLICY`.
 fn limit_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdError> {
     let read = read_limiter(args, kind, LIMIT_OPTIONS)?;
+    let quantity = read.options.quantity.unwrap_or(1);
+    let shadow = read.options.has(options::SHADOW);
+    if let Some((name, found)) = named_policy(&read)? {
+        let call = Call {
+            quantity,
+            unit: unit(&read.options),
+            shadow,
+        };
+        return by_policy(ctx, args, name, found, call, clock::now_nanos());
+    }
     let watch = Watch {
-        shadow: read.options.has(options::SHADOW),
+        shadow,
         policy: None,
     };
-    let quantity = read.options.quantity.unwrap_or(1);
     enforce(
         ctx,
         args,
@@ -183,17 +230,53 @@ fn limit_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdErr
     )
 }
 
-/// Their peeks: a limiter, then `MS`.
-fn peek_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdError> {
-    let read = read_limiter(args, kind, PEEK_OPTIONS)?;
-    single(
+/// What a call asks of a policy's limiter besides its key.
+#[derive(Clone, Copy)]
+struct Call {
+    quantity: i64,
+    unit: Unit,
+    /// `SHADOW` given with the call.
+    shadow: bool,
+}
+
+/// A call of the policy `name` (found): its limiter enforced in its shadow
+/// mode or the call's, counted for the policy, then its trial beside it.
+fn by_policy(
+    ctx: &Context,
+    args: &Args,
+    name: &[u8],
+    found: policies::Found,
+    call: Call,
+    now: i64,
+) -> Result<Reply, CmdError> {
+    let watch = Watch {
+        shadow: found.shadow || call.shadow,
+        policy: Some(name),
+    };
+    let reply = enforce(
         ctx,
         args,
-        read.limiter,
-        0,
-        unit(&read.options),
-        Access::Read,
-    )
+        found.limiter,
+        call.quantity,
+        call.unit,
+        watch,
+        now,
+    )?;
+    if let Some(t) = found.trial {
+        let key = args.word(1);
+        trial::run(ctx, name, key, &t, now, call.quantity, &|n| n == key);
+    }
+    Ok(reply)
+}
+
+/// Their peeks: a limiter, then `MS` and `POLICY`.
+fn peek_command(ctx: &Context, args: &Args, kind: Kind) -> Result<Reply, CmdError> {
+    let read = read_limiter(args, kind, PEEK_OPTIONS)?;
+    let limiter = match named_policy(&read)? {
+        Some((_, found)) => found.limiter,
+        None => read.limiter,
+    };
+    single(ctx, args, limiter, 0, unit(&read.options), Access::Read)
 }
 
 /// The shape of every single-limiter command: open the key, read the

@@ -2,7 +2,7 @@
 //!
 //! - `CL.REFUND key max_burst count_per_period period quantity [MS]`
 //! - `SW.REFUND key limit window quantity [APPROX] [MS]`
-//! - `FW.REFUND key limit window quantity [ALIGN] [TZ zone] [MS]`
+//! - `FW.REFUND key limit window quantity [ALIGN] [TZ zone] [COUNTALL] [MS]`
 //!
 //! (options in any order)
 //!
@@ -39,9 +39,15 @@ pub fn sw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 
 pub fn fw(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
     args.require(5)?;
-    let options = args.options(5, &[options::ALIGN, TZ, MS])?;
-    let align = options.has(options::ALIGN);
-    let limiter = limiter::fixed(args.word(2), args.word(3), options.value(TZ), align)?;
+    let options = args.options(5, &[options::ALIGN, TZ, options::COUNTALL, MS])?;
+    let (align, countall) = (options.has(options::ALIGN), options.has(options::COUNTALL));
+    let limiter = limiter::fixed(
+        args.word(2),
+        args.word(3),
+        options.value(TZ),
+        align,
+        countall,
+    )?;
     refund(ctx, args, limiter, args.word(4), unit(&options))
 }
 
@@ -111,6 +117,7 @@ command! {
             arg("quantity", Integer),
             flag("ALIGN"),
             keyword("TZ", "zone", String),
+            flag("COUNTALL"),
             flag("MS"),
         ],
     },

@@ -1,5 +1,5 @@
-//! `SW.ALLOW key limit window [quantity] [APPROX] [MS] [SHADOW]` and
-//! `SW.PEEK key limit window [APPROX] [MS]`: the exact sliding window log
+//! `SW.ALLOW key limit window [quantity] [APPROX] [MS] [SHADOW] [POLICY name]` and
+//! `SW.PEEK key limit window [APPROX] [MS] [POLICY name]`: the exact sliding window log
 //! (or, with APPROX, the two-window counter), stored in the module's own
 //! data type; and the two commands that replay its effects:
 //! `SW.RECORD` and `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`
@@ -111,6 +111,7 @@ command! {
             flag("APPROX"),
             flag("MS"),
             flag("SHADOW"),
+            keyword("POLICY", "name", String),
         ],
     },
 }
@@ -128,6 +129,7 @@ command! {
             SW_LIMITER,
             flag("APPROX"),
             flag("MS"),
+            keyword("POLICY", "name", String),
         ],
     },
 }

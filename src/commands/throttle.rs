@@ -1,5 +1,5 @@
-//! `CL.THROTTLE key max_burst count_per_period period [quantity] [MS] [SHADOW]` and
-//! `CL.PEEK key max_burst count_per_period period [MS]` (options in any
+//! `CL.THROTTLE key max_burst count_per_period period [quantity] [MS] [SHADOW] [POLICY name]` and
+//! `CL.PEEK key max_burst count_per_period period [MS] [POLICY name]` (options in any
 //! order): GCRA,
 //! state-compatible with the original redis-cell (a string holding the TAT
 //! in nanoseconds).
@@ -33,6 +33,7 @@ command! {
             optional("quantity", Integer),
             flag("MS"),
             flag("SHADOW"),
+            keyword("POLICY", "name", String),
         ],
     },
 }
@@ -49,6 +50,7 @@ command! {
             arg("key", Key),
             GCRA_LIMITER,
             flag("MS"),
+            keyword("POLICY", "name", String),
         ],
     },
 }

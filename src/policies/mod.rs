@@ -18,5 +18,5 @@ mod words;
 
 pub use info::info;
 pub use persist::{replicate_set, subscribe_to_events, POLICY_TYPE, ZONEINFO};
-pub use registry::{registry, Refusal, DEFAULT_TOP_CAPACITY, MAX_TOP_CAPACITY};
+pub use registry::{registry, Found, Refusal, DEFAULT_TOP_CAPACITY, MAX_TOP_CAPACITY};
 pub use words::{made_from, made_here, split_trial};

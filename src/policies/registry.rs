@@ -148,16 +148,21 @@ impl Registry {
     /// not be held while it decides), or the error a call naming it
     /// answers.
     pub fn lookup(&self, name: &[u8]) -> Result<Found, CmdError> {
-        let p = self
-            .policies
-            .get(name)
-            .ok_or_else(|| error::unknown_policy(name))?;
+        self.find(name)?.ok_or_else(|| error::unknown_policy(name))
+    }
+
+    /// As [`Registry::lookup`], with `None` for a policy that does not
+    /// exist (a call's own limiter then decides).
+    pub fn find(&self, name: &[u8]) -> Result<Option<Found>, CmdError> {
+        let Some(p) = self.policies.get(name) else {
+            return Ok(None);
+        };
         match (&p.limiter, &p.unusable) {
-            (Some(l), _) => Ok(Found {
+            (Some(l), _) => Ok(Some(Found {
                 limiter: l.clone(),
                 shadow: p.shadow,
                 trial: p.trial.as_ref().map(|t| t.limiter.clone()),
-            }),
+            })),
             (None, Some(Unusable::Zone(zone))) => Err(error::policy_zone(name, zone)),
             (None, _) => Err(error::policy_unreadable(name)),
         }

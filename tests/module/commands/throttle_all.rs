@@ -3,26 +3,6 @@
 
 use crate::support::*;
 
-fn ints(v: Value, line: &str) -> Vec<i64> {
-    match v {
-        Value::Array(items) => items
-            .into_iter()
-            .map(|i| match i {
-                Value::Int(n) => n,
-                other => panic!("{line}: non-integer {other:?}"),
-            })
-            .collect(),
-        other => panic!("{line}: expected integers, got {other:?}"),
-    }
-}
-
-/// A call that must answer six integers.
-fn six(c: &mut redis::Connection, line: &str) -> [i64; 6] {
-    let v = ints(cmd(c, line).unwrap_or_else(|e| panic!("{line}: {e}")), line);
-    v.try_into()
-        .unwrap_or_else(|v| panic!("{line}: expected six integers, got {v:?}"))
-}
-
 #[test]
 fn a_transcript() {
     let s = Server::start();

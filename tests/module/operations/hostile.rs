@@ -31,6 +31,7 @@ fn random_arg(rng: &mut Rng) -> Vec<u8> {
         b" ",
         b"APPROX",
         b"ALIGN",
+        b"COUNTALL",
         b"MS",
         b"MAXWAIT",
         b"QUANTITY",

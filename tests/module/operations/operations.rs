@@ -3,16 +3,6 @@
 
 use crate::support::*;
 
-fn info_field(c: &mut redis::Connection, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("redis-cell").query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("redis-cell_{field}:")))
-        .unwrap_or_else(|| panic!("{field} missing from {info}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn info_counts_calls_allowed_limited_and_errors() {
     let s = Server::start();

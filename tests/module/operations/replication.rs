@@ -155,3 +155,24 @@ fn effects_from_multi_eval_and_functions_replicate() {
     let keys = Workload::keys();
     assert_eq!(snapshot(&mut replica.conn(), &keys), snapshot(m, &keys));
 }
+
+/// A `COUNTALL` window's refused hits are writes too: replicas hold the
+/// same count and expiry, from the effect, not the command.
+#[test]
+fn countall_refused_hits_reach_the_replica() {
+    let master = Server::start();
+    let replica = replica_of(&master, vec![]);
+    let m = &mut master.conn();
+    let r = &mut replica.conn();
+    for _ in 0..4 {
+        five(m, "FW.INCR c 2 60 COUNTALL");
+    }
+    cmd(m, "CL.THROTTLEALL 2 {t}a {t}b FW 1 60 COUNTALL GCRA 0 1 60").unwrap();
+    cmd(m, "CL.THROTTLEALL 2 {t}a {t}b FW 1 60 COUNTALL GCRA 0 1 60").unwrap();
+    sync(m);
+    assert_eq!(get(r, "c").as_deref(), Some("4"));
+    assert_eq!(get(r, "{t}a").as_deref(), Some("2"));
+    let keys = ["c", "{t}a", "{t}b"].map(String::from);
+    assert_eq!(snapshot(r, &keys), snapshot(m, &keys));
+    assert_eq!(command_calls(r, "fw.incr"), 0);
+}

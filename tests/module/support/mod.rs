@@ -315,6 +315,38 @@ pub fn five(c: &mut redis::Connection, line: &str) -> [i64; 5] {
     }
 }
 
+/// A counter of `INFO redis-cell` (its name without the section prefix).
+pub fn info_field(c: &mut redis::Connection, field: &str) -> i64 {
+    let info: String = redis::cmd("INFO").arg("redis-cell").query(c).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("redis-cell_{field}:")))
+        .unwrap_or_else(|| panic!("{field} missing from {info}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// The integers of an array reply.
+pub fn ints(v: Value, line: &str) -> Vec<i64> {
+    match v {
+        Value::Array(items) => items
+            .into_iter()
+            .map(|i| match i {
+                Value::Int(n) => n,
+                other => panic!("{line}: non-integer {other:?}"),
+            })
+            .collect(),
+        other => panic!("{line}: expected integers, got {other:?}"),
+    }
+}
+
+/// A call that must answer six integers (`CL.THROTTLEALL`).
+pub fn six(c: &mut redis::Connection, line: &str) -> [i64; 6] {
+    let v = ints(cmd(c, line).unwrap_or_else(|e| panic!("{line}: {e}")), line);
+    v.try_into()
+        .unwrap_or_else(|v| panic!("{line}: expected six integers, got {v:?}"))
+}
+
 /// A command that must fail; returns the error line.
 pub fn err(c: &mut redis::Connection, line: &str) -> String {
     match cmd(c, line) {

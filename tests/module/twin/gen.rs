@@ -10,8 +10,8 @@ pub const KINDS: [&str; 4] = ["cl", "sw", "fw", "cc"];
 
 /// The grammar's own words (docs/grammar.md): flags, keywords and limiter
 /// kinds, which hostile calls put where a value is due, or twice.
-pub const GRAMMAR_WORDS: [&str; 10] = [
-    "MS", "ALIGN", "APPROX", "TZ", "ID", "MAXWAIT", "QUANTITY", "GCRA", "SW", "FW",
+pub const GRAMMAR_WORDS: [&str; 11] = [
+    "MS", "ALIGN", "APPROX", "TZ", "ID", "MAXWAIT", "QUANTITY", "GCRA", "SW", "FW", "COUNTALL",
 ];
 
 /// Keys of every type the module does not own, created alike for the
@@ -425,6 +425,9 @@ impl Gen {
             options.push(self.flag("ALIGN"));
         }
         if self.pct(30) {
+            options.push(self.flag("COUNTALL"));
+        }
+        if self.pct(30) {
             options.push(self.flag("MS"));
         }
         words.extend(self.shuffled(options));
@@ -463,6 +466,9 @@ impl Gen {
                     }
                 } else if self.pct(40) {
                     words.extend(self.flag("ALIGN"));
+                }
+                if self.pct(30) {
+                    words.extend(self.flag("COUNTALL"));
                 }
                 words
             }

@@ -117,6 +117,7 @@ pub fn twin_only(error: &str) -> Option<Cause> {
         "ERR limit out of the functions' range: at most 1000 leases per key (use the module)";
     const LONG_ID: &str = "ERR invalid ID: the functions take at most 128 bytes (the module 1024)";
     const RANGE: &str = "ERR parameters out of the functions' range: this call's arithmetic exceeds 9e24 ns; use the module";
+    const BIG_COUNT: &str = "ERR count out of the functions' range: a COUNTALL count above 2^53 is module-only (Lua replies integers as doubles)";
     const NAMED_ZONE: &str = "ERR invalid TZ: named time zones are module-only; the functions take an offset from -12:00 to +14:00, such as +09:00";
     match error {
         BIG_LIMIT => Some(|words| words.iter().any(|w| above_2_53(w))),
@@ -124,6 +125,8 @@ pub fn twin_only(error: &str) -> Option<Cause> {
         BIG_LEASES => Some(|words| words.iter().any(|w| above(w, MAX_LEASES))),
         LONG_ID => Some(|words| words.iter().any(|w| w.len() > MAX_ID)),
         RANGE => Some(|_| true),
+        // A count reached by earlier calls, whatever this one's words.
+        BIG_COUNT => Some(|words| words.iter().any(|w| w.eq_ignore_ascii_case(b"COUNTALL"))),
         NAMED_ZONE => Some(|words| {
             words.iter().any(|w| {
                 w.iter().any(|b| b.is_ascii_alphabetic()) && w.contains(&b'/') || w == b"UTC"
