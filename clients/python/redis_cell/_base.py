@@ -307,4 +307,5 @@ class CellBase(Generic[C]):
     policy_get = _Command(c.policy_get)
     policy_del = _Command(c.policy_del)
     policy_list = _Command(c.policy_list)
+    policy_promote = _Command(c.policy_promote)
     top = _Command(c.top)

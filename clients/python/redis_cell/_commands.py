@@ -64,13 +64,24 @@ def lease(reply: Any) -> Lease:
     return Lease(d.limited, d.limit, d.remaining, d.retry_after, d.reset_after, lease_id)
 
 
-def _flags(ms: bool, shadow: bool = False) -> list[str | int]:
+def _flags(
+    ms: bool, shadow: bool = False, countall: bool = False, policy: str | None = None
+) -> list[str | int]:
     out: list[str | int] = []
     if ms:
         out.append("MS")
     if shadow:
         out.append("SHADOW")
+    if countall:
+        out.append("COUNTALL")
+    if policy is not None:
+        out += ["POLICY", policy]
     return out
+
+
+def _module_only(shadow: bool, policy: str | None) -> bool:
+    """SHADOW and POLICY are the module's: the twin has neither."""
+    return shadow or policy is not None
 
 
 def throttle(
@@ -81,17 +92,25 @@ def throttle(
     quantity: int = 1,
     ms: bool = False,
     shadow: bool = False,
+    policy: str | None = None,
 ) -> Call[Decision]:
-    """CL.THROTTLE: GCRA, ``count`` per ``period`` with bursts of ``max_burst + 1``."""
-    args = [max_burst, count, duration(period), quantity, *_flags(ms, shadow)]
-    return Call("CL.THROTTLE", [key], args, decision, module_only=shadow)
+    """CL.THROTTLE: GCRA, ``count`` per ``period`` with bursts of ``max_burst + 1``;
+    with ``policy``, that policy's limiter when it exists (module only)."""
+    args = [max_burst, count, duration(period), quantity, *_flags(ms, shadow, policy=policy)]
+    return Call("CL.THROTTLE", [key], args, decision, module_only=_module_only(shadow, policy))
 
 
 def peek(
-    key: str, max_burst: int, count: int, period: Duration, ms: bool = False
+    key: str,
+    max_burst: int,
+    count: int,
+    period: Duration,
+    ms: bool = False,
+    policy: str | None = None,
 ) -> Call[Decision]:
     """CL.PEEK: what CL.THROTTLE would answer with quantity 0, writing nothing."""
-    return Call("CL.PEEK", [key], [max_burst, count, duration(period), *_flags(ms)], decision)
+    args = [max_burst, count, duration(period), *_flags(ms, policy=policy)]
+    return Call("CL.PEEK", [key], args, decision, module_only=_module_only(False, policy))
 
 
 def reserve(
@@ -155,22 +174,30 @@ def sw_allow(
     approx: bool = False,
     ms: bool = False,
     shadow: bool = False,
+    policy: str | None = None,
 ) -> Call[Decision]:
     """SW.ALLOW: the exact sliding window (or, ``approx=True``, the sliding counter)."""
     args: list[str | int] = [limit, duration(window), quantity]
     if approx:
         args.append("APPROX")
-    return Call("SW.ALLOW", [key], [*args, *_flags(ms, shadow)], decision, module_only=shadow)
+    args += _flags(ms, shadow, policy=policy)
+    return Call("SW.ALLOW", [key], args, decision, module_only=_module_only(shadow, policy))
 
 
 def sw_peek(
-    key: str, limit: int, window: Duration, approx: bool = False, ms: bool = False
+    key: str,
+    limit: int,
+    window: Duration,
+    approx: bool = False,
+    ms: bool = False,
+    policy: str | None = None,
 ) -> Call[Decision]:
     """SW.PEEK: what SW.ALLOW would answer with quantity 0, writing nothing."""
     args: list[str | int] = [limit, duration(window)]
     if approx:
         args.append("APPROX")
-    return Call("SW.PEEK", [key], [*args, *_flags(ms)], decision)
+    args += _flags(ms, policy=policy)
+    return Call("SW.PEEK", [key], args, decision, module_only=_module_only(False, policy))
 
 
 def sw_refund(
@@ -206,10 +233,15 @@ def fw_incr(
     tz: str | None = None,
     ms: bool = False,
     shadow: bool = False,
+    countall: bool = False,
+    policy: str | None = None,
 ) -> Call[Decision]:
-    """FW.INCR: the fixed window counter; ``window`` a duration or a calendar unit."""
-    args = [limit, *_window(window, align, tz), quantity, *_flags(ms, shadow)]
-    return Call("FW.INCR", [key], args, decision, module_only=shadow)
+    """FW.INCR: the fixed window counter; ``window`` a duration or a calendar unit.
+    ``countall``: every hit counts, refused or not, as ``INCRBY`` counts it
+    (``remaining`` is then negative when over, ``limit - remaining`` the count)."""
+    flags = _flags(ms, shadow, countall, policy)
+    args = [limit, *_window(window, align, tz), quantity, *flags]
+    return Call("FW.INCR", [key], args, decision, module_only=_module_only(shadow, policy))
 
 
 def fw_peek(
@@ -219,9 +251,12 @@ def fw_peek(
     align: bool = False,
     tz: str | None = None,
     ms: bool = False,
+    countall: bool = False,
+    policy: str | None = None,
 ) -> Call[Decision]:
     """FW.PEEK: what FW.INCR would answer with quantity 0, writing nothing."""
-    return Call("FW.PEEK", [key], [limit, *_window(window, align, tz), *_flags(ms)], decision)
+    args = [limit, *_window(window, align, tz), *_flags(ms, countall=countall, policy=policy)]
+    return Call("FW.PEEK", [key], args, decision, module_only=_module_only(False, policy))
 
 
 def fw_refund(
@@ -271,12 +306,29 @@ def limit(
     return Call("CL.LIMIT", [key], args, decision, module_only=True)
 
 
-def policy_set(name: str, limiter: Gcra | Limiter, shadow: bool = False) -> Call[None]:
-    """CL.POLICY SET: creates or replaces a policy (on every primary of a cluster)."""
+def policy_set(
+    name: str, limiter: Gcra | Limiter, shadow: bool = False, trial: Limiter | None = None
+) -> Call[None]:
+    """CL.POLICY SET: creates or replaces a policy (on every primary of a cluster);
+    ``trial``, a limiter of the same kind run in shadow beside it."""
     args: list[str | int] = ["SET", name, *limiter.words()]
     if shadow:
         args.append("SHADOW")
+    if trial is not None:
+        args += ["TRIAL", *trial.words()]
     return Call("CL.POLICY", [], args, lambda _r: None, module_only=True, fanout=ALL_PRIMARIES)
+
+
+def policy_promote(name: str) -> Call[None]:
+    """CL.POLICY PROMOTE: the policy's trial becomes its limiter (on every primary)."""
+    return Call(
+        "CL.POLICY",
+        [],
+        ["PROMOTE", name],
+        lambda _r: None,
+        module_only=True,
+        fanout=ALL_PRIMARIES,
+    )
 
 
 def _policy_info(reply: Any) -> PolicyInfo:
@@ -316,9 +368,10 @@ def policy_list() -> Call[list[str]]:
 
 
 def top(
-    count: int | None = None, policy: str | None = None, reset: bool = False
+    count: int | None = None, policy: str | None = None, reset: bool = False, trial: bool = False
 ) -> Call[list[TopEntry]]:
-    """CL.TOP: the keys refused most often, most first."""
+    """CL.TOP: the keys refused most often, most first; with ``policy`` and
+    ``trial``, those the policy's trial would have refused."""
     args: list[str | int] = []
     if count is not None:
         args += ["COUNT", count]
@@ -326,6 +379,8 @@ def top(
         args += ["POLICY", policy]
     if reset:
         args.append("RESET")
+    if trial:
+        args.append("TRIAL")
 
     def parse(reply: Any) -> list[TopEntry]:
         return [TopEntry(_text(k), int(c), int(e), int(s)) for k, c, e, s in reply]

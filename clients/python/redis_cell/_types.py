@@ -118,12 +118,14 @@ class Sliding:
 
 @dataclass(frozen=True)
 class Fixed:
-    """A fixed window limiter (FW.INCR's parameters): a duration or a calendar unit."""
+    """A fixed window limiter (FW.INCR's parameters): a duration or a calendar
+    unit; ``countall``, every hit counted, refused or not (as ``INCRBY``)."""
 
     limit: int
     window: Duration
     align: bool = False
     tz: str | None = None
+    countall: bool = False
 
     def words(self) -> list[str]:
         w = ["FW", str(self.limit), duration(self.window)]
@@ -131,6 +133,8 @@ class Fixed:
             w.append("ALIGN")
         if self.tz is not None:
             w += ["TZ", self.tz]
+        if self.countall:
+            w.append("COUNTALL")
         return w
 
 

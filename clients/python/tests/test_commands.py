@@ -79,6 +79,18 @@ def test_fixed_window(cell: Cell, key: str) -> None:
     assert not cell.fw_incr(key + ":a", 3, 10, align=True).limited
 
 
+def test_fixed_window_countall(cell: Cell, key: str) -> None:
+    """Every hit counts, refused or not; the count is ``limit - remaining``."""
+    assert cell.fw_incr(key, 2, 60, countall=True) == Decision(False, 2, 1, -1, 60)
+    assert cell.fw_incr(key, 2, 60, quantity=2, countall=True) == Decision(True, 2, -1, 60, 60)
+    assert cell.fw_incr(key, 2, 60, quantity=3, countall=True) == Decision(True, 2, -4, -1, 60)
+    assert cell.client.get(key) == b"6"
+    assert cell.fw_peek(key, 2, 60, countall=True).remaining == -4
+    pairs = [(key + ":t", Fixed(1, 60, countall=True))]
+    assert [cell.throttle_all(pairs).limited for _ in range(3)] == [False, True, True]
+    assert cell.client.get(key + ":t") == b"3"
+
+
 def test_leases(cell: Cell, key: str) -> None:
     lease = cell.acquire(key, 1, "30s")
     assert isinstance(lease, Lease) and lease.id and not lease.limited
@@ -110,6 +122,9 @@ def test_operator_commands(cell: Cell, key: str) -> None:
             lambda: cell.policy_list(),
             lambda: cell.top(),
             lambda: cell.throttle(key, 1, 1, 1, shadow=True),
+            lambda: cell.fw_incr(key, 1, 1, policy=name),
+            lambda: cell.sw_peek(key, 1, 1, policy=name),
+            lambda: cell.policy_promote(name),
         ):
             with pytest.raises(ModuleOnlyError):
                 call()
@@ -127,6 +142,30 @@ def test_operator_commands(cell: Cell, key: str) -> None:
     assert cell.policy_del(name) is False
     with pytest.raises(ArgumentError, match="unknown policy"):
         cell.policy_get(name)
+    # POLICY on a limiter command: the app's numbers while there is no such
+    # policy, the policy's once it exists; a trial, then promoted.
+    fixed = key + ":f"
+    assert cell.fw_incr(fixed, 5, 60, policy=name, countall=True).limit == 5
+    cell.policy_set(name, Fixed(1, 60), trial=Fixed(3, 60))
+    assert cell.fw_incr(fixed, 5, 60, policy=name, countall=True) == Decision(True, 1, -1, 60, 60)
+    assert cell.fw_peek(fixed, 5, 60, policy=name, countall=True).remaining == -1
+    assert cell.policy_get(name).limiter == "FW 1 60"
+    cell.policy_promote(name)
+    assert cell.policy_get(name).limiter == "FW 3 60"
+    assert cell.fw_incr(fixed, 5, 60, policy=name, countall=True) == Decision(False, 3, 0, -1, 60)
+    assert cell.throttle(key + ":g", 0, 1, 60, policy=name + "x").limit == 1
+    assert cell.policy_del(name) is True
+    # A policy keeps its kind: a sliding one under a name of its own.
+    sliding = name + "-s"
+    cell.policy_set(sliding, Sliding(1, 60), trial=Sliding(1, 30))
+    window = key + ":s"
+    assert [cell.sw_allow(window, 9, 60, policy=sliding).limited for _ in range(2)] == [
+        False,
+        True,
+    ]
+    assert cell.sw_peek(window, 9, 60, policy=sliding).limit == 1
+    assert [e.key for e in cell.top(policy=sliding, trial=True)] == [window]
+    assert cell.policy_del(sliding) is True
 
 
 async def test_async_helpers(acell: AsyncCell, key: str) -> None:
