@@ -17,13 +17,28 @@ Each is ``limits``' own Redis storage (connections, options, key prefix,
 redis-cell, and a ``check`` that also asks the engine (False when the module
 is gone or the twin's library cannot be loaded):
 
-- moving window: ``SW.ALLOW`` (one log entry per request whatever its cost,
-  the server's clock); ``get_moving_window`` from two ``SW.PEEK``\\ s;
-- fixed window: ``FW.INCR`` (the key stays an INCR counter with a TTL, so
-  counters written by ``limits``' own storage carry over, and back);
+- moving window: ``SW.ALLOW``, with the item's limit (one log entry per
+  request whatever its cost, the server's clock); ``get_moving_window`` from
+  two ``SW.PEEK``\\ s with the item's limit;
+- fixed window: ``FW.INCR ... COUNTALL`` with the item's limit, read from
+  limits' key (``RateLimitItem.key_for`` ends in ``/amount/multiples/
+  granularity``): every hit counts as limits' ``INCRBY`` counts it, so the
+  key stays the same INCR counter with a TTL (counters written by limits'
+  own storage carry over, and back), and the server sees which hits went
+  over (``INFO``'s ``fw_incr_limited``, ``CL.TOP``); a key that carries no
+  limit is counted with none, and limits decides alone;
 - sliding window counter: ``limits``' own algorithm and keys, in a script of
   ours (redis-cell's ``APPROX`` aligns windows to the epoch and rounds up,
   which ``limits`` does not).
+
+Live limits (module only): ``policies={selector: name}`` (or
+``?policy=name:selector`` in the URI, repeated) sends ``POLICY name`` with
+the fixed and moving windows' calls for the keys a selector picks (a rate
+limit such as ``"10/minute"``, or a glob over limits' key such as
+``"LIMITER/*/login/*"``): while the ``CL.POLICY`` exists it decides, and
+the count answered to limits is moved so that limits refuses what it
+refused; while it does not, the app's own limit applies. On the twin,
+which has no policies, the option is a ``ConfigurationError``.
 
 The engine is the module's commands where the server has them, otherwise the
 Functions twin if its library is loaded; pass ``engine=...`` (an option, or
@@ -39,21 +54,26 @@ naming the key, what it holds and the way out.
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from fnmatch import fnmatchcase
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode
 
 from limits.aio.storage import RedisClusterStorage as _AsyncRedisClusterStorage
 from limits.aio.storage import RedisSentinelStorage as _AsyncRedisSentinelStorage
 from limits.aio.storage import RedisStorage as _AsyncRedisStorage
+from limits.errors import ConfigurationError
+from limits.limits import TIME_TYPES
 from limits.storage import RedisClusterStorage as _RedisClusterStorage
 from limits.storage import RedisSentinelStorage as _RedisSentinelStorage
 from limits.storage import RedisStorage as _RedisStorage
+from limits.util import parse_many
 
 from . import _commands as c
 from ._base import CellBase, call_awaited, call_now, now
-from ._engine import library_source, typed
+from ._engine import Engine, library_source, typed
 from ._types import Decision
 from .aio import AsyncCell
 from .client import Cell
@@ -68,10 +88,14 @@ __all__ = [
     "CellStorage",
 ]
 
-# A limit no count reaches, for the commands whose state is kept but whose
-# verdict limits makes itself (FW.INCR always counting, SW.PEEK counting the
-# log): below 2^53, where the Functions twin's integers are exact.
+# A limit no count reaches, for the calls that must count past any limit:
+# a fixed window hit whose key carries no limit (see _limit_of), a moving
+# window over its limit (SW.PEEK answers no negative remaining): below 2^53,
+# where the Functions twin's integers are exact.
 UNBOUNDED = 2**53 - 1
+
+# The longest amount or multiples _limit_of reads (UNBOUNDED has 16 digits).
+_DIGITS = 16
 
 _SLIDING = library_source("limits_sliding_window.lua")
 
@@ -149,22 +173,123 @@ def _wrong_type(error: Exception) -> CellError | None:
     return converted if isinstance(converted, WrongTypeError) else None
 
 
-def _uri(uri: str) -> tuple[str, str | None]:
-    """limits' URI for the same server, and the ``engine`` query option.
-    Only the scheme and that option change: the rest is kept as written
-    (``rediscell+unix:///path`` keeps its empty host)."""
+# The query options that are ours, taken out of the URI limits' storage sees.
+_OURS = ("engine", "policy")
+
+
+def _uri(uri: str) -> tuple[str, str | None, list[tuple[str, str]]]:
+    """limits' URI for the same server, the ``engine`` query option and the
+    ``policy`` ones (``policy=name:selector``, repeated), as (selector,
+    name). Only the scheme and those options change: the rest is kept as
+    written (``rediscell+unix:///path`` keeps its empty host)."""
     scheme, colon, rest = uri.partition(":")
     scheme = scheme.replace("rediscell", "redis", 1)
     base, _, tail = rest.partition("?")
     query, hash_, fragment = tail.partition("#")
     pairs = parse_qsl(query, keep_blank_values=True)
     engine = next((v for k, v in pairs if k == "engine"), None)
-    if engine is not None:
-        query = urlencode([(k, v) for k, v in pairs if k != "engine"])
+    policies = []
+    for k, v in pairs:
+        if k == "policy":
+            name, colon_, selector = v.partition(":")
+            if not colon_:
+                raise ConfigurationError(
+                    f"redis-cell: the URI's policy={v!r} is not 'name:selector' "
+                    "(e.g. policy=login:LIMITER/*/login/*)"
+                )
+            policies.append((selector, name))
+    if any(k in _OURS for k, _ in pairs):
+        query = urlencode([(k, v) for k, v in pairs if k not in _OURS])
     return (
         scheme + colon + base + ("?" + query if query else "") + hash_ + fragment,
         engine,
+        policies,
     )
+
+
+def _limit_of(key: str, expiry: int | None = None) -> tuple[int, int] | None:
+    """The limit and the window (s) of the item a key of limits' was made
+    for: ``RateLimitItem.key_for`` writes ``namespace/identifiers.../amount/
+    multiples/granularity``. None for any other key (a storage called with
+    keys of its own), and for one whose window is not the ``expiry`` it
+    comes with: such hits keep counting with UNBOUNDED."""
+    parts = key.rsplit("/", 3)
+    if len(parts) != 4:
+        return None
+    _, amount, multiples, granularity = parts
+    unit = TIME_TYPES.get(granularity)
+    if unit is None or not all(
+        0 < len(n) <= _DIGITS and n.isascii() and n.isdigit() for n in (amount, multiples)
+    ):
+        return None
+    limit, window = int(amount), int(multiples) * unit.seconds
+    if limit > UNBOUNDED or window == 0 or (expiry is not None and window != expiry):
+        return None
+    return limit, window
+
+
+# CL.POLICY names: what the module accepts.
+_POLICY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class _Policies:
+    """Which CL.POLICY a key of limits' is decided by (the ``policies``
+    option): the first selector that matches it, in the order given. A
+    selector is one rate limit as limits writes them (``"10/minute"``,
+    ``"10 per 1 minute"``), matching every key made for that amount and
+    window, or else a glob (``*``, ``?``, ``[...]``) over the whole key
+    without the storage's ``key_prefix`` (``"LIMITER/*/login/*"``:
+    flask-limiter's keys are ``LIMITER/<key_func>/<scope>/<limit>``)."""
+
+    def __init__(self, rules: Iterable[tuple[str, str]]) -> None:
+        self._rules: list[tuple[Callable[[str], bool], str]] = []
+        for selector, name in rules:
+            if not isinstance(selector, str):
+                raise ConfigurationError(
+                    f"redis-cell: a policy's selector is a string, not {selector!r}"
+                )
+            if not isinstance(name, str) or not _POLICY_NAME.fullmatch(name):
+                raise ConfigurationError(
+                    f"redis-cell: policy name {name!r} (for {selector!r}) is no CL.POLICY "
+                    "name: 1 to 64 letters, digits, '_', '.' or '-'"
+                )
+            self._rules.append((self._matcher(selector), name))
+
+    @staticmethod
+    def _matcher(selector: str) -> Callable[[str], bool]:
+        try:
+            items = list(parse_many(selector))
+        except ValueError:
+            items = []
+        if len(items) == 1:
+            item = items[0]
+            tail = f"/{item.amount}/{item.multiples}/{item.GRANULARITY.name}"
+            return lambda key: key.endswith(tail)
+        return lambda key: fnmatchcase(key, selector)
+
+    def __bool__(self) -> bool:
+        return bool(self._rules)
+
+    def of(self, key: str) -> str | None:
+        return next((name for matches, name in self._rules if matches(key)), None)
+
+
+def _policy_rules(option: Mapping[str, str] | None, uri: list[tuple[str, str]]) -> _Policies:
+    if option is not None and not isinstance(option, Mapping):
+        raise ConfigurationError(
+            "redis-cell: policies must map selectors to CL.POLICY names, "
+            "e.g. {'LIMITER/*/login/*': 'login'}"
+        )
+    return _Policies([*(option or {}).items(), *uri])
+
+
+def _shown(limit: int, decision: Decision, count: int) -> int:
+    """The count a hit answers limits, which compares it with the app's own
+    ``limit``: the key's count, moved by the difference between the limit
+    that decided (a policy's) and the app's, so that limits refuses exactly
+    what the policy refused and reports its remaining. Without a policy
+    (or when it does not exist) the two limits are one: the count itself."""
+    return count + limit - decision.limit
 
 
 def _window_start(now: float, expiry: int, used: int, last: Decision, oldest: Decision) -> float:
@@ -197,14 +322,44 @@ class _Strategies:
 
     _cell: CellBase[Any]
     _engine_choice: str | None
+    _policies: _Policies
     _call: Callable[..., Coroutine[Any, Any, Any]]
     # What comes before the scheme in this side's URIs.
     _SCHEME_PREFIX = ""
 
-    def __init__(self, uri: str, engine: str | None = None, **options: Any) -> None:
-        uri, from_uri = _uri(uri.removeprefix(self._SCHEME_PREFIX))
+    def __init__(
+        self,
+        uri: str,
+        engine: str | None = None,
+        policies: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        uri, from_uri, uri_policies = _uri(uri.removeprefix(self._SCHEME_PREFIX))
         self._engine_choice = engine or from_uri
+        self._policies = _policy_rules(policies, uri_policies)
+        if self._policies and self._engine_choice not in (None, Engine.MODULE.value):
+            raise self._twin_has_no_policies(self._engine_choice)
         super().__init__(self._SCHEME_PREFIX + uri, **options)  # type: ignore[call-arg]
+
+    @staticmethod
+    def _twin_has_no_policies(engine: str) -> ConfigurationError:
+        return ConfigurationError(
+            f"redis-cell: the storage's policies need the module's commands (POLICY name), "
+            f"and its engine is {engine!r}: the Functions twin has no policies. Load "
+            "libredis_cell.so on the server, or drop the policies option (the app's own "
+            "limits then apply, as they do for a policy that does not exist)"
+        )
+
+    async def _policy(self, key: str) -> str | None:
+        """The CL.POLICY deciding ``key`` (limits' key, unprefixed), if the
+        storage has policies and one matches it. With policies, every call
+        must be on the module: the twin would ignore them."""
+        if not self._policies:
+            return None
+        engine = await self._cell._current_engine()
+        if engine is not Engine.MODULE:
+            raise self._twin_has_no_policies(engine.value)
+        return self._policies.of(key)
 
     def _prefixed(self, key: str) -> str:
         raise NotImplementedError
@@ -233,48 +388,81 @@ class _Strategies:
         return _mismatch_error(error, key, wanted, kind, head)
 
     async def _acquire_entry(self, key: str, limit: int, expiry: int, amount: int = 1) -> bool:
-        if amount > limit:
+        policy = await self._policy(key)
+        # A policy may admit more than the app's limit: the server decides.
+        if amount > limit and policy is None:
             return False
         key = self._prefixed(key)
         try:
             # A negative cost: allowed, nothing recorded (a peek that keeps
             # the key's type checked), as limits' own moving window answers.
-            decision = await self._cell._run(c.sw_allow(key, limit, expiry, max(amount, 0)))
+            call = c.sw_allow(key, limit, expiry, max(amount, 0), policy=policy)
+            decision = await self._cell._run(call)
             return not decision.limited
         except WrongTypeError as error:
             raise await self._mismatch(error, key, "moving") from error
 
     async def _get_moving_window(self, key: str, limit: int, expiry: int) -> tuple[float, int]:
+        policy = await self._policy(key)
         key = self._prefixed(key)
         now = time.time()
+        # Where the twin's integers are exact, as every count here.
+        limit = min(limit, UNBOUNDED)
         try:
-            last = await self._cell._run(c.sw_peek(key, UNBOUNDED, expiry, ms=True))
+            last = await self._cell._run(c.sw_peek(key, limit, expiry, ms=True, policy=policy))
+            decided = last
+            if last.limited:
+                # Over the limit (lowered since): SW.PEEK's remaining stops
+                # at 0, so the count is read against a limit no log reaches.
+                last = await self._cell._run(c.sw_peek(key, UNBOUNDED, expiry, ms=True))
+                used = UNBOUNDED - last.remaining
+            else:
+                used = last.limit - last.remaining
         except WrongTypeError as error:
             raise await self._mismatch(error, key, "moving") from error
-        used = UNBOUNDED - last.remaining
+        shown = _shown(limit, decided, used)
         if used <= 0:
-            return now, 0
+            return now, shown
         oldest = last
         if used > 1:
             oldest = await self._cell._run(c.sw_peek(key, used - 1, expiry, ms=True))
-        return _window_start(now, expiry, used, last, oldest), used
+        return _window_start(now, expiry, used, last, oldest), shown
 
     async def _incr(self, key: str, expiry: int, amount: int = 1) -> int:
+        policy = await self._policy(key)
+        item = _limit_of(key, expiry)
+        if policy is not None and item is None:
+            raise ConfigurationError(
+                f"redis-cell: policy {policy!r} matches key {key!r}, which carries no "
+                "limit (limits' keys end in /amount/multiples/granularity, the window "
+                "equal to the hit's expiry): a policy needs the app's limit to fall back to"
+            )
         key = self._prefixed(key)
         connection = cast(Any, self._cell.client)
         try:
             if amount < 0:
                 return int(await self._call(self._lower, keys=[key], args=[amount, expiry]))
-            decision = await self._cell._run(c.fw_incr(key, UNBOUNDED, expiry, amount, ms=True))
-            count = UNBOUNDED - decision.remaining
-            if count == 0:
-                # FW.INCR answers 0 for a counter at or below 0 (its
+            if item is None:
+                # A key that does not say its limit: FW.INCR only counts, and
+                # limits decides from the count.
+                decision = await self._cell._run(c.fw_incr(key, UNBOUNDED, expiry, amount, ms=True))
+            else:
+                # COUNTALL counts as INCRBY counts, refused or not, and the
+                # server knows which hits went over: INFO and CL.TOP see them.
+                call = c.fw_incr(
+                    key, item[0], expiry, amount, ms=True, countall=True, policy=policy
+                )
+                decision = await self._cell._run(call)
+            count = decision.limit - decision.remaining
+            if item is None and count == 0:
+                # Without COUNTALL, FW.INCR answers no count below 0 (its
                 # remaining stops at the limit); refunds make such counters,
-                # and limits' INCRBY answers their value.
+                # and limits' INCRBY answers their value. COUNTALL's
+                # remaining is the limit minus the count, whatever its sign.
                 count = int(await self._call(connection.get, key) or 0)
-            if _restarts(count, amount, expiry, decision):
+            if policy is None and _restarts(count, amount, expiry, decision):
                 await self._call(connection.expire, key, expiry)
-            return count
+            return count if item is None else _shown(item[0], decision, count)
         except Exception as error:
             wrong = _wrong_type(error)
             if wrong is None:
@@ -282,8 +470,17 @@ class _Strategies:
             raise await self._mismatch(wrong, key, "fixed") from error
 
     async def _get(self, key: str) -> int:
+        policy = await self._policy(key)
+        item = _limit_of(key)
         try:
-            return int(await self._call(super().get, key))  # type: ignore[misc]
+            if policy is None or item is None:
+                return int(await self._call(super().get, key))  # type: ignore[misc]
+            # The count as the policy sees it (see _shown), for limits' test()
+            # and window stats: what the next hit would be compared with.
+            limit, window = item
+            call = c.fw_peek(self._prefixed(key), limit, window, countall=True, policy=policy)
+            decision = await self._cell._run(call)
+            return _shown(limit, decision, decision.limit - decision.remaining)
         except Exception as error:
             wrong = _wrong_type(error)
             if wrong is None:
@@ -306,13 +503,27 @@ class _Strategies:
         except Exception:
             return False
 
+    async def _no_policy(self, key: str) -> None:
+        """The sliding window counter is limits' own algorithm in a script of
+        ours: no POLICY. A policy selected for its key is a configuration
+        error, not a policy silently left out."""
+        policy = await self._policy(key)
+        if policy is not None:
+            raise ConfigurationError(
+                f"redis-cell: policy {policy!r} matches key {key!r} of the sliding window "
+                "counter, which runs limits' own algorithm and takes no policy: use the "
+                "fixed or the moving window for that limit, or a selector that leaves it out"
+            )
+
     async def _acquire_sliding_window_entry(
         self, key: str, limit: int, expiry: int, amount: int = 1
     ) -> bool:
+        await self._no_policy(key)
         args = ["acquire", expiry, limit, amount]
         return bool(await self._call(self._sliding, keys=self._sliding_keys(key), args=args))
 
     async def _get_sliding_window(self, key: str, expiry: int) -> tuple[int, float, int, float]:
+        await self._no_policy(key)
         keys = self._sliding_keys(key)
         return _sliding(await self._call(self._sliding, keys=keys, args=["get", expiry]))
 
