@@ -10,6 +10,7 @@ import { Cell, type Decision } from "./commands.js";
 import { limiterMismatch, type EngineName } from "./engine.js";
 import { WrongTypeError } from "./errors.js";
 import { checkPolicyOption, countFor, policyOf, type PolicyChoice } from "./policy.js";
+import { isTwinCountBeyond } from "./replies.js";
 
 /**
  * How the store counts:
@@ -214,7 +215,13 @@ export class RedisCellStore implements Store {
         // COUNTALL: every hit counted, as rate-limit-redis's INCR counts
         // it; the server knows the limit, so its INFO and CL.TOP show the
         // refusals, and the count is the limit less the remaining.
-        const d = await this.cell.fwIncr(k, limit, this.#fixedWindow, { ms: true, countAll: true, ...live });
+        let d: Decision;
+        try {
+          d = await this.cell.fwIncr(k, limit, this.#fixedWindow, { ms: true, countAll: true, ...live });
+        } catch (e) {
+          if (isTwinCountBeyond(e)) return this.#notACounter(k, "FW.INCR");
+          throw e;
+        }
         if (d.limit - d.remaining > UNBOUNDED) return this.#notACounter(k, "FW.INCR");
         return this.#info(d, countFor(limit, d, 1), policy);
       }

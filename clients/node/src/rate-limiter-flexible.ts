@@ -5,6 +5,7 @@ import { Cell, type Decision } from "./commands.js";
 import { limiterMismatch, type EngineName } from "./engine.js";
 import { LimiterMismatchError, WrongTypeError } from "./errors.js";
 import { checkPolicyOption, countFor, policyOf, type PolicyChoice } from "./policy.js";
+import { isTwinCountBeyond } from "./replies.js";
 
 /** RateLimiterRedis's options, the engine, and a policy. */
 export interface RateLimiterCellOptions extends IRateLimiterStoreOptions {
@@ -146,7 +147,12 @@ export class RateLimiterCell extends rlf.RateLimiterRedis {
     if (n >= 0 && limit !== undefined) {
       // Every point counted, as RateLimiterRedis's INCRBY counts it; the
       // count is the limit less the remaining (below 0 when over).
-      d = await this.cell.fwIncr(rlKey, limit, window, { quantity: n, ms: true, countAll: true, ...this.live(rlKey) });
+      try {
+        d = await this.cell.fwIncr(rlKey, limit, window, { quantity: n, ms: true, countAll: true, ...this.live(rlKey) });
+      } catch (e) {
+        if (isTwinCountBeyond(e)) return notACounter(this.cell, rlKey, "FW.INCR");
+        throw e;
+      }
       if (d.limit - d.remaining > UNBOUNDED) return notACounter(this.cell, rlKey, "FW.INCR");
       return [countFor(limit, d, 0), d.resetAfter];
     }

@@ -20,6 +20,18 @@ const NO_FCALL = /^ERR unknown command [`']FCALL(_RO)?[`']/;
 /** Functions' reply when the library (or one of its functions) is not loaded, on every server with Functions. */
 export const FUNCTION_NOT_FOUND = "ERR Function not found";
 
+/** The twin's reply to a COUNTALL count beyond 2^53, which only the module computes. */
+const TWIN_COUNT_BEYOND = /^ERR count out of the functions' range/;
+
+/**
+ * Whether an error is the twin's refusal of a COUNTALL count beyond 2^53:
+ * for a store whose counters stay below 2^52, a key holding another
+ * limiter's state (a GCRA time in nanoseconds), where the module counts on.
+ */
+export function isTwinCountBeyond(e: unknown): boolean {
+  return e instanceof RedisCellError && TWIN_COUNT_BEYOND.test(e.reply);
+}
+
 /** Redis 6.2 wraps the error of a command a script called in its own text; later servers keep the error's code first. */
 const SCRIPT_ERROR_6_2 = /^ERR Error running script \(call to f_[0-9a-f]+\): @user_script:\d+: /;
 
