@@ -11,7 +11,6 @@ import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
 
 import pytest
 import redis
@@ -28,7 +27,7 @@ from limits.strategies import (
     SlidingWindowCounterRateLimiter,
 )
 
-import redis_cell.limits  # noqa: F401
+import redis_cell.limits
 from redis_cell import ArgumentError, Cell, Fixed, Gcra, Sliding
 
 from .conftest import twin_engine
@@ -92,7 +91,8 @@ def _key(ip: str) -> str:
 
 
 def _selector_in_uri(name: str) -> str:
-    return "?policy=" + quote(f"{name}:{LOGIN}", safe="")
+    """The URI form of the option, as the docs write it."""
+    return f"?policy={name}:{LOGIN}"
 
 
 def test_change_the_flask_apps_login_limit_live(
@@ -125,7 +125,7 @@ def test_trial_a_stricter_limit_then_promote_it(
     assert _statuses(app, ip, 5) == [200] * 5
     # Nobody was refused; the trial would have refused requests 4 and 5.
     trial = cell.top(policy=policy, trial=True)
-    assert [(e.key, e.count) for e in trial] == [(_key(ip), 2)]
+    assert [(e.key, e.count, e.shadow) for e in trial] == [(_key(ip), 2, 2)]
     assert cell.top(policy=policy) == []
     info = module_client.execute_command("CL.POLICY", "GET", policy)
     fields = {info[i].decode(): info[i + 1] for i in range(0, len(info), 2)}
@@ -230,3 +230,18 @@ def test_policy_configuration_errors() -> None:
         SlidingWindowCounterRateLimiter(storage).hit(RateLimitItemPerMinute(1), "x")
     with pytest.raises(ConfigurationError, match="carries no limit"):
         storage.incr("custom-key", 60)
+
+
+def test_the_uris_policies_are_ours_alone() -> None:
+    """``policy`` (repeated, URL-encoded or not) and ``engine`` are taken out
+    of the URI limits' storage passes on to redis-py; the rest stays."""
+    uri = "rediscell://h:1/0?policy=a:LIMITER%2F*%2Flogin%2F*&socket_timeout=3&policy=b:5/second"
+    assert redis_cell.limits._uri(uri + "&engine=module") == (
+        "redis://h:1/0?socket_timeout=3",
+        "module",
+        [("LIMITER/*/login/*", "a"), ("5/second", "b")],
+    )
+    storage = storage_from_string(_uri("?policy=a:LIMITER%2F*%2Flogin%2F*&policy=b:5/second"))
+    assert storage._policies.of("LIMITER/10.0.0.1/login/10/1/minute") == "a"
+    assert storage._policies.of("LIMITER/10.0.0.1/search/5/1/second") == "b"
+    assert storage._policies.of("LIMITER/10.0.0.1/search/15/1/second") is None
