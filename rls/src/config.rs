@@ -131,6 +131,10 @@ pub struct RateLimit {
     pub share_threshold_pattern: Option<Vec<String>>,
     /// Whether the limit came from the request's `limit` override.
     pub is_override: bool,
+    /// `policy` (extension): the `CL.POLICY` whose limiter decides in
+    /// place of this one while it exists (the call adds `POLICY name`);
+    /// the configured numbers apply when it does not.
+    pub policy: Option<String>,
 }
 
 impl RateLimit {
@@ -153,6 +157,7 @@ impl RateLimit {
             detailed_metric: false,
             share_threshold_pattern: None,
             is_override: false,
+            policy: None,
         }
     }
 
@@ -284,7 +289,7 @@ const REFERENCE_KEYS: &[&str] = &[
 ];
 
 /// Keys of our extensions (the reference refuses a file that has them).
-const EXTENSION_KEYS: &[&str] = &["algorithm", "burst", "unit_multiplier"];
+const EXTENSION_KEYS: &[&str] = &["algorithm", "burst", "unit_multiplier", "policy"];
 
 /// One file to load: its runtime name (`config.foo` for `config/foo.yaml`)
 /// and its text.
@@ -614,6 +619,28 @@ fn load_rate_limit(
             "algorithm gcra needs requests_per_unit of 1 or more",
         ));
     }
+    let policy = match f.get("policy") {
+        None => None,
+        Some(_) => Some(f.string("policy")?),
+    };
+    // The module's rule for policy names (CL.POLICY).
+    if let Some(p) = policy.as_deref().filter(|p| {
+        p.is_empty()
+            || p.len() > 64
+            || !p
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+    }) {
+        return Err(err(
+            file,
+            format!(
+                "invalid policy name '{p}': 1 to 64 bytes of letters, digits, '_', '.' and '-'"
+            ),
+        ));
+    }
+    if unlimited && policy.is_some() {
+        return Err(err(file, "should not specify a policy when unlimited"));
+    }
     let limit = RateLimit {
         full_key: full_key.to_string(),
         requests_per_unit,
@@ -629,6 +656,7 @@ fn load_rate_limit(
         detailed_metric,
         share_threshold_pattern: None,
         is_override: false,
+        policy,
     };
     if let (false, Some(unit)) = (unlimited, unit) {
         if let Some(text) = out_of_range(
@@ -727,14 +755,18 @@ impl Config {
         let mut lines = Vec::new();
         fn walk(node: &Node, lines: &mut Vec<String>) {
             if let Some(l) = &node.limit {
-                lines.push(format!(
+                let mut line = format!(
                     "{}: unit={} requests_per_unit={}, shadow_mode: {}, quota_mode: {}",
                     l.full_key,
                     l.unit.map(Unit::name).unwrap_or("UNKNOWN"),
                     l.requests_per_unit,
                     l.shadow_mode,
                     l.quota_mode
-                ));
+                );
+                if let Some(p) = &l.policy {
+                    line.push_str(&format!(", policy: {p}"));
+                }
+                lines.push(line);
             }
             for child in node.children.values() {
                 walk(child, lines);

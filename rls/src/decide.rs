@@ -111,8 +111,8 @@ pub fn judge(
     now_secs: u64,
 ) -> (Status, StatDelta) {
     // The reference's threshold is the configured limit; a GCRA limiter's
-    // capacity includes its burst.
-    let threshold = if limit.is_extended() {
+    // capacity includes its burst; a policy's limit is the module's.
+    let threshold = if limit.is_extended() || limit.policy.is_some() {
         outcome.capacity
     } else {
         u64::from(limit.requests_per_unit)
@@ -159,9 +159,15 @@ fn limited_status(
     now_secs: u64,
 ) -> Status {
     let unit = limit.unit.unwrap_or(Unit::Second);
+    // A fixed window's policy: the limit it holds now (the module's reply).
+    let requests_per_unit = if limit.policy.is_some() && !limit.is_extended() {
+        u32::try_from(outcome.capacity).unwrap_or(u32::MAX)
+    } else {
+        limit.requests_per_unit
+    };
     Status {
         code,
-        current_limit: Some((limit.requests_per_unit, unit, limit.name.clone())),
+        current_limit: Some((requests_per_unit, unit, limit.name.clone())),
         limit_remaining: u32::try_from(remaining).unwrap_or(u32::MAX),
         duration_until_reset_secs: Some(match (limit.algorithm, outcome.reset_secs) {
             (Algorithm::FixedWindow, _) | (_, None) => {

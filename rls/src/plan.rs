@@ -4,9 +4,9 @@
 
 use crate::config::{Algorithm, Entry, RateLimit};
 
-/// The counter limit of the reference mode: the counter always grows, as the
-/// reference's `INCRBY` does, and the service compares it with the limit.
-/// Far below 2^63 so that no count a real fleet reaches overflows it.
+/// The most hits one command takes (the module's quantities are at most
+/// `i64::MAX`), and the limit under which a refund gives back hits of a
+/// counting window whatever its count (`FW.REFUND` has no `COUNTALL`).
 pub const COUNTING_LIMIT: i64 = 1 << 62;
 
 /// The most limiters one `CL.THROTTLEALL` takes; a request with more is
@@ -94,35 +94,71 @@ fn quantity(hits: u64) -> String {
     hits.min(COUNTING_LIMIT as u64).to_string()
 }
 
+/// How a fixed window is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fw {
+    /// The module enforces the limit: a refused hit writes nothing.
+    Enforce,
+    /// `COUNTALL` with the real limit (the reference mode): every hit is
+    /// counted, refused or not, as the reference's `INCRBY` counts it, and
+    /// the module's `INFO` and `CL.TOP` see the refused ones.
+    CountAll,
+    /// A refund of a counting window: the counting limit, under which the
+    /// module takes back hits whatever the count (`FW.REFUND` has no
+    /// `COUNTALL`).
+    Refund,
+}
+
 /// The limiter words of a charge, as `CL.THROTTLEALL` and the single
-/// commands take them after the key.
-fn limiter_words(c: &Charge, counting: bool) -> (&'static str, Vec<String>) {
+/// commands take them after the key: the positional words, then the
+/// options.
+fn limiter_words(c: &Charge, fw: Fw) -> (&'static str, Vec<String>, Vec<String>) {
     let window = c.limit.window_seconds().to_string();
     let rpu = c.limit.requests_per_unit;
     match c.limit.algorithm {
         Algorithm::FixedWindow => {
-            let limit = if counting {
-                COUNTING_LIMIT.to_string()
-            } else {
-                rpu.to_string()
+            let limit = match fw {
+                Fw::Refund => COUNTING_LIMIT.to_string(),
+                _ => rpu.to_string(),
             };
-            ("FW", vec![limit, window, "ALIGN".into()])
+            let mut opts = vec!["ALIGN".to_string()];
+            if fw == Fw::CountAll {
+                opts.push("COUNTALL".into());
+            }
+            ("FW", vec![limit, window], opts)
         }
-        Algorithm::SlidingWindow => ("SW", vec![rpu.to_string(), window]),
+        Algorithm::SlidingWindow => ("SW", vec![rpu.to_string(), window], Vec::new()),
         Algorithm::Gcra => (
             "GCRA",
             vec![c.limit.max_burst().to_string(), rpu.to_string(), window],
+            Vec::new(),
         ),
     }
 }
 
-/// A command with a quantity after the limiter's positional words (FW's
-/// `ALIGN` is an option, after it).
-fn with_quantity(cmd: &str, c: &Charge, counting: bool, q: u64) -> Vec<String> {
-    let (_, words) = limiter_words(c, counting);
+/// How the reference mode sends a fixed window (counting), and the other
+/// modes every limiter.
+fn fw_of(counting: bool) -> Fw {
+    if counting {
+        Fw::CountAll
+    } else {
+        Fw::Enforce
+    }
+}
+
+/// `POLICY name` for a rule that names a policy: the module decides by
+/// the policy while it exists, by the words before it otherwise.
+fn push_policy(out: &mut Vec<String>, c: &Charge) {
+    if let Some(p) = &c.limit.policy {
+        out.push("POLICY".into());
+        out.push(p.clone());
+    }
+}
+
+/// A command with a quantity after the limiter's positional words.
+fn with_quantity(cmd: &str, c: &Charge, fw: Fw, q: u64) -> Vec<String> {
+    let (_, pos, opts) = limiter_words(c, fw);
     let mut out = vec![cmd.to_string(), c.key.clone()];
-    let (pos, opts): (Vec<String>, Vec<String>) =
-        words.into_iter().partition(|w| w.as_str() != "ALIGN");
     out.extend(pos);
     out.push(quantity(q));
     out.extend(opts);
@@ -135,10 +171,11 @@ fn single(c: &Charge, counting: bool, shadow: bool) -> Vec<String> {
         Algorithm::SlidingWindow => "SW.ALLOW",
         Algorithm::Gcra => "CL.THROTTLE",
     };
-    let mut out = with_quantity(cmd, c, counting, c.hits);
+    let mut out = with_quantity(cmd, c, fw_of(counting), c.hits);
     if shadow {
         out.push("SHADOW".into());
     }
+    push_policy(&mut out, c);
     out
 }
 
@@ -148,18 +185,25 @@ fn refund(c: &Charge, counting: bool, q: u64) -> Vec<String> {
         Algorithm::SlidingWindow => "SW.REFUND",
         Algorithm::Gcra => "CL.REFUND",
     };
-    with_quantity(cmd, c, counting, q)
+    let fw = if counting { Fw::Refund } else { Fw::Enforce };
+    with_quantity(cmd, c, fw, q)
 }
 
-fn peek(c: &Charge, counting: bool) -> Vec<String> {
-    let (kind, words) = limiter_words(c, counting);
+/// A peek; with `policy`, of the limiter that decides (the policy's while
+/// it exists), as the single commands are sent.
+fn peek(c: &Charge, counting: bool, policy: bool) -> Vec<String> {
+    let (kind, pos, opts) = limiter_words(c, fw_of(counting));
     let cmd = match kind {
         "FW" => "FW.PEEK",
         "SW" => "SW.PEEK",
         _ => "CL.PEEK",
     };
     let mut out = vec![cmd.to_string(), c.key.clone()];
-    out.extend(words);
+    out.extend(pos);
+    out.extend(opts);
+    if policy {
+        push_policy(&mut out, c);
+    }
     out
 }
 
@@ -305,13 +349,13 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
         } else if c.limit.shadow_mode && !counting {
             if fits {
                 push(
-                    vec![peek(c, false), single(c, false, true)],
+                    vec![peek(c, false, true), single(c, false, true)],
                     Step::Shadow { charge: i },
                     &mut commands,
                 );
             } else {
                 push(
-                    vec![peek(c, false)],
+                    vec![peek(c, false, true)],
                     Step::Over {
                         charge: i,
                         counting: false,
@@ -322,8 +366,10 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
         } else if mode == Mode::AllOrNothing {
             // Below, all together.
         } else if counting && c.hits <= COUNTING_LIMIT as u64 {
+            // A shadow rule's refusals are the module's `shadow_refused`
+            // (the service answers OK all the same).
             push(
-                vec![single(c, true, false)],
+                vec![single(c, true, c.limit.shadow_mode)],
                 Step::Count { charge: i },
                 &mut commands,
             );
@@ -335,7 +381,7 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
             );
         } else {
             push(
-                vec![peek(c, counting)],
+                vec![peek(c, counting, true)],
                 Step::Over {
                     charge: i,
                     counting,
@@ -347,7 +393,7 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
     let all = held(charges, &enforced(charges, mode));
     if refused && !all.is_empty() {
         for h in &all {
-            commands.push(peek(&charges[h.lead], false));
+            commands.push(peek(&charges[h.lead], false, false));
         }
         steps.push(Step::All {
             held: all,
@@ -375,15 +421,16 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
                 cmd.push(charges[h.lead].key.clone());
             }
             for h in &group {
-                let (kind, words) = limiter_words(&charges[h.lead], false);
+                let (kind, pos, opts) = limiter_words(&charges[h.lead], Fw::Enforce);
                 cmd.push(kind.to_string());
-                cmd.extend(words);
+                cmd.extend(pos);
+                cmd.extend(opts);
             }
             cmd.push("QUANTITY".into());
             cmd.push(quantity(hits));
             commands.push(cmd);
             for h in &group {
-                commands.push(peek(&charges[h.lead], false));
+                commands.push(peek(&charges[h.lead], false, false));
             }
             steps.push(Step::All {
                 held: group,
@@ -451,9 +498,11 @@ pub struct Interpreted {
     pub charged: Vec<Held>,
 }
 
-/// The count of a counting fixed window from its reply's `remaining`.
+/// The count of a counting fixed window from its reply: `limit -
+/// remaining` (`remaining` is below 0 by the count over the limit).
 fn counted(reply: &[i64]) -> u64 {
-    nonneg(COUNTING_LIMIT.saturating_sub(reply[2]))
+    let count = i128::from(reply[1]) - i128::from(reply[2]);
+    u64::try_from(count.max(0)).unwrap_or(u64::MAX)
 }
 
 /// Reads the replies (one list of integers per command, in order).
@@ -490,19 +539,30 @@ pub fn interpret(
             Step::Count { charge } => {
                 let c = get(*charge)?;
                 let reply = next("FW.INCR", 5)?;
-                let limit = u64::from(c.limit.requests_per_unit);
-                // Refused: the count plus these hits passes the counting
-                // limit, far above any limit: over, and nothing was counted.
-                let (before, after) = if reply[0] != 0 {
-                    let count = counted(reply);
+                // The limit that decided: the configured one, or the
+                // policy's while it exists.
+                let limit = nonneg(reply[1]);
+                let count = counted(reply);
+                // The module counts up to 2^63 - 1 and refuses uncounted
+                // the hits that would pass it: then the count is the one
+                // before them (a count with them would be past 2^63 - 1).
+                let (before, after) = if u128::from(count) + u128::from(c.hits) > i64::MAX as u128 {
                     (count, count.saturating_add(c.hits))
                 } else {
-                    let after = counted(reply);
-                    (after.saturating_sub(c.hits), after)
+                    (count.saturating_sub(c.hits), count)
+                };
+                // A policy decides with its own flags (a shadow policy
+                // answers allowed); else over the limit is over, as the
+                // reference compares (a shadow rule's SHADOW answers
+                // allowed and the service flips the answer itself).
+                let over = if c.limit.policy.is_some() && !c.limit.shadow_mode {
+                    reply[0] != 0
+                } else {
+                    after > limit
                 };
                 out[*charge] = Some(Outcome {
                     index: c.index,
-                    over: after > limit,
+                    over,
                     before,
                     after,
                     remaining: limit.saturating_sub(after),
@@ -527,7 +587,7 @@ pub fn interpret(
                 let p = next("peek", 5)?;
                 out[*charge] = Some(if *counting {
                     let count = counted(p);
-                    let limit = u64::from(c.limit.requests_per_unit);
+                    let limit = nonneg(p[1]);
                     Outcome {
                         index: c.index,
                         over: true,

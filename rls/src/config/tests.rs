@@ -380,3 +380,59 @@ fn burst_zero_is_a_bucket_of_one() {
     assert_eq!((z.max_burst(), z.capacity()), (0, 1));
     assert_eq!((u.max_burst(), u.capacity()), (9, 10));
 }
+
+#[test]
+fn a_rule_names_a_policy() {
+    let c = load("domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: minute, requests_per_unit: 10, policy: d.login-1_x}\n  - key: plain\n    rate_limit: {unit: minute, requests_per_unit: 10}\n").unwrap();
+    let l = c.get_limit("d", &[e("k", "v")], None).unwrap();
+    assert_eq!(l.policy.as_deref(), Some("d.login-1_x"));
+    // Still a rule the reference can express: the key and window are its own.
+    assert!(!l.is_extended());
+    assert_eq!(
+        c.get_limit("d", &[e("plain", "v")], None).unwrap().policy,
+        None
+    );
+    // A request's override is its own limit, never a policy's.
+    let o = c.get_limit(
+        "d",
+        &[e("k", "v")],
+        Some(Override {
+            requests_per_unit: 3,
+            unit: 2,
+        }),
+    );
+    assert_eq!(o.unwrap().policy, None);
+    assert!(c
+        .dump()
+        .contains("d.k: unit=MINUTE requests_per_unit=10, shadow_mode: false, quota_mode: false, policy: d.login-1_x\n"));
+    let bad = |p: &str| {
+        error_of(&format!(
+            "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {{unit: minute, requests_per_unit: 1, policy: {p}}}\n"
+        ))
+    };
+    assert_eq!(
+        bad("'a b'"),
+        "config.test: invalid policy name 'a b': 1 to 64 bytes of letters, digits, '_', '.' and '-'"
+    );
+    assert_eq!(
+        bad("''"),
+        "config.test: invalid policy name '': 1 to 64 bytes of letters, digits, '_', '.' and '-'"
+    );
+    assert_eq!(
+        bad("'api:sec'"),
+        "config.test: invalid policy name 'api:sec': 1 to 64 bytes of letters, digits, '_', '.' and '-'"
+    );
+    let long = "p".repeat(65);
+    assert!(bad(&long).starts_with("config.test: invalid policy name 'ppp"));
+    assert!(load(&format!(
+        "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {{unit: minute, requests_per_unit: 1, policy: {}}}\n",
+        "p".repeat(64)
+    ))
+    .is_ok());
+    assert_eq!(
+        error_of(
+            "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unlimited: true, policy: p}\n"
+        ),
+        "config.test: should not specify a policy when unlimited"
+    );
+}

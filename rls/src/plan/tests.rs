@@ -57,25 +57,17 @@ fn reference_mode_counts_every_hit() {
     let cs = [charge(0, limit("{unit: second, requests_per_unit: 5}"), 2)];
     let p = plan(&cs, Mode::Reference);
     assert!(!p.atomic);
+    // The real limit, counting every hit (COUNTALL): the module sees the
+    // refusals while the counter grows as the reference's INCRBY.
     assert_eq!(
         p.commands,
-        vec![vec![
-            "FW.INCR",
-            "k0",
-            &COUNTING_LIMIT.to_string(),
-            "1",
-            "2",
-            "ALIGN"
-        ]]
+        vec![vec!["FW.INCR", "k0", "5", "1", "2", "ALIGN", "COUNTALL"]]
     );
-    // The counter reads 7 after the increment: over, 2 over the limit.
-    let o = interpret(
-        &p,
-        &cs,
-        &[vec![0, COUNTING_LIMIT, COUNTING_LIMIT - 7, -1, 1]],
-    )
-    .unwrap()
-    .outcomes;
+    // The counter reads 7 after the increment (remaining -2): over, 2
+    // over the limit.
+    let o = interpret(&p, &cs, &[vec![1, 5, -2, 1, 1]])
+        .unwrap()
+        .outcomes;
     assert_eq!(
         o[0],
         Outcome {
@@ -89,6 +81,141 @@ fn reference_mode_counts_every_hit() {
             negative: false,
         }
     );
+    // Within the limit: what is left.
+    let o = interpret(&p, &cs, &[vec![0, 5, 1, -1, 1]])
+        .unwrap()
+        .outcomes;
+    assert_eq!(
+        (o[0].over, o[0].before, o[0].after, o[0].remaining),
+        (false, 2, 4, 1)
+    );
+    // A count far past 32 bits, as the reference's INCRBY keeps it.
+    let big = (1i64 << 40) + 3;
+    let o = interpret(&p, &cs, &[vec![1, 5, 5 - big, 1, 1]])
+        .unwrap()
+        .outcomes;
+    assert_eq!((o[0].before, o[0].after), (big as u64 - 2, big as u64));
+}
+
+#[test]
+fn a_policy_is_named_in_each_single_call_and_decides() {
+    let fw = limit("{unit: minute, requests_per_unit: 5, policy: edge-user}");
+    assert_eq!(fw.policy.as_deref(), Some("edge-user"));
+    let cs = [charge(0, fw.clone(), 1)];
+    let p = plan(&cs, Mode::Reference);
+    assert_eq!(
+        p.commands,
+        vec![vec![
+            "FW.INCR",
+            "k0",
+            "5",
+            "60",
+            "1",
+            "ALIGN",
+            "COUNTALL",
+            "POLICY",
+            "edge-user"
+        ]]
+    );
+    // The policy's limit (20) is the one in the reply: 6 is within it.
+    let o = interpret(&p, &cs, &[vec![0, 20, 14, -1, 30]])
+        .unwrap()
+        .outcomes;
+    assert_eq!(
+        (o[0].over, o[0].after, o[0].capacity, o[0].remaining),
+        (false, 6, 20, 14)
+    );
+    // A shadow policy answers allowed while counting over its limit: the
+    // module's verdict stands.
+    let o = interpret(&p, &cs, &[vec![0, 3, -3, -1, 30]])
+        .unwrap()
+        .outcomes;
+    assert!(!o[0].over);
+    let o = interpret(&p, &cs, &[vec![1, 3, -3, 30, 30]])
+        .unwrap()
+        .outcomes;
+    assert!(o[0].over);
+    // Hits past the counting limit: a peek of the policy.
+    let huge = [charge(0, fw.clone(), u64::MAX)];
+    assert_eq!(
+        plan(&huge, Mode::Reference).commands,
+        vec![vec![
+            "FW.PEEK",
+            "k0",
+            "5",
+            "60",
+            "ALIGN",
+            "COUNTALL",
+            "POLICY",
+            "edge-user"
+        ]]
+    );
+    let gcra = limit("{unit: second, requests_per_unit: 5, algorithm: gcra, policy: g}");
+    let p = plan(&[charge(0, gcra.clone(), 1)], Mode::Reference);
+    assert_eq!(
+        p.commands,
+        vec![vec!["CL.THROTTLE", "k0", "4", "5", "1", "1", "POLICY", "g"]]
+    );
+    // A shadow rule: its peek and its SHADOW call both name the policy.
+    let mut shadow = gcra;
+    shadow.shadow_mode = true;
+    let p = plan(&[charge(0, shadow, 1)], Mode::Reference);
+    assert_eq!(
+        p.commands[0],
+        vec!["CL.PEEK", "k0", "4", "5", "1", "POLICY", "g"]
+    );
+    assert_eq!(
+        p.commands[1],
+        vec![
+            "CL.THROTTLE",
+            "k0",
+            "4",
+            "5",
+            "1",
+            "1",
+            "SHADOW",
+            "POLICY",
+            "g"
+        ]
+    );
+    // CL.THROTTLEALL and its peeks decide by the rule's own numbers
+    // (a POLICY there has no fallback), and refunds take no policy.
+    let p = plan(&cs, Mode::AllOrNothing);
+    assert!(
+        p.commands
+            .iter()
+            .all(|c| !c.contains(&"POLICY".to_string())),
+        "{:?}",
+        p.commands
+    );
+    let mut neg = charge(0, fw, 1);
+    neg.negative = true;
+    let p = plan(&[neg], Mode::Reference);
+    assert_eq!(
+        p.commands,
+        vec![vec!["FW.REFUND", "k0", &C.to_string(), "60", "1", "ALIGN"]]
+    );
+}
+
+#[test]
+fn a_shadow_rule_counts_with_shadow_and_is_judged_by_its_count() {
+    let mut l = limit("{unit: hour, requests_per_unit: 2}");
+    l.shadow_mode = true;
+    let cs = [charge(0, l, 1)];
+    let p = plan(&cs, Mode::Reference);
+    assert_eq!(
+        p.commands,
+        vec![vec![
+            "FW.INCR", "k0", "2", "3600", "1", "ALIGN", "COUNTALL", "SHADOW"
+        ]]
+    );
+    // SHADOW answers allowed; the count says it is over (the service then
+    // answers OK and counts the shadow_mode stat).
+    let o = interpret(&p, &cs, &[vec![0, 2, -1, -1, 100]])
+        .unwrap()
+        .outcomes;
+    assert!(o[0].over);
+    assert_eq!((o[0].before, o[0].after), (2, 3));
 }
 
 #[test]
@@ -195,9 +322,9 @@ fn hits_past_the_counting_limit_are_over_without_counting() {
         // A peek, never a quantity the module would refuse.
         assert_eq!(
             p.commands,
-            vec![vec!["FW.PEEK", "k0", &C.to_string(), "3600", "ALIGN"]]
+            vec![vec!["FW.PEEK", "k0", "5", "3600", "ALIGN", "COUNTALL"]]
         );
-        let o = interpret(&p, &cs, &[vec![0, C, C - 2, -1, 100]]).unwrap();
+        let o = interpret(&p, &cs, &[vec![0, 5, 3, -1, 100]]).unwrap();
         let o = &o.outcomes[0];
         assert!(o.over, "{hits}");
         assert_eq!(
@@ -210,12 +337,16 @@ fn hits_past_the_counting_limit_are_over_without_counting() {
     let p = plan(&cs, Mode::Reference);
     assert_eq!(p.commands[0][0], "FW.INCR");
     assert_eq!(p.commands[0][4], (1u64 << 62).to_string());
-    // The module refuses when the count would pass its counting limit:
-    // that is over, with the count it had, not a count of 0.
-    let o = interpret(&p, &cs, &[vec![1, C, C - 3, 10, 100]]).unwrap();
+    // The module refuses uncounted the hits that would take the count past
+    // 2^63 - 1: over, with the count it had, not a count less the hits.
+    let had = i64::MAX - 3;
+    let o = interpret(&p, &cs, &[vec![1, 5, 5 - had, -1, 100]]).unwrap();
     let o = &o.outcomes[0];
     assert!(o.over);
-    assert_eq!((o.before, o.after), (3, 3 + (1 << 62)));
+    assert_eq!((o.before, o.after), (had as u64, had as u64 + (1 << 62)));
+    // A reply no module gives (a count below the hits): no underflow.
+    let o = interpret(&p, &cs, &[vec![0, 5, 5, -1, 100]]).unwrap();
+    assert_eq!((o.outcomes[0].before, o.outcomes[0].after), (0, 0));
 }
 
 #[test]

@@ -105,8 +105,9 @@ async fn huge_hits_are_over_the_limit_in_all_or_nothing_mode() {
     }
 }
 
-/// In the default mode hits up to the counting limit are counted, as the
-/// reference's INCRBY counts them; past it they are over and not counted.
+/// In the default mode a request's hits up to the counting limit (2^62)
+/// are counted, as the reference's INCRBY counts them, until the counter
+/// would pass 2^63 - 1; more hits are over and not counted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_hits_count_up_to_the_counting_limit() {
     not_near_hour_end();
@@ -138,10 +139,29 @@ async fn huge_hits_count_up_to_the_counting_limit() {
     .await;
     assert_eq!(codes(&r), vec![OVER]);
     assert_eq!(redis.get_int(&key), 1 << 62);
+    // The counter goes on as INCRBY's, up to 2^63 - 1; hits that would
+    // take it past are over and not counted (INCRBY's overflow error).
+    let r = call(&mut c, request("h", vec![with_hits(desc(&[("a", &u)]), 1)])).await;
+    assert_eq!((codes(&r), remaining(&r)), (vec![OVER], vec![0]));
+    assert_eq!(redis.get_int(&key), (1 << 62) + 1);
+    let r = call(
+        &mut c,
+        request("h", vec![with_hits(desc(&[("a", &u)]), 1 << 62)]),
+    )
+    .await;
+    assert_eq!((codes(&r), remaining(&r)), (vec![OVER], vec![0]));
+    assert_eq!(redis.get_int(&key), (1 << 62) + 1);
+    let r = call(
+        &mut c,
+        request("h", vec![with_hits(desc(&[("a", &u)]), (1 << 62) - 2)]),
+    )
+    .await;
+    assert_eq!(codes(&r), vec![OVER]);
+    assert_eq!(redis.get_int(&key), i64::MAX);
     // The counter is full: any further hit is over, not a count of 0.
     let r = call(&mut c, request("h", vec![with_hits(desc(&[("a", &u)]), 1)])).await;
     assert_eq!((codes(&r), remaining(&r)), (vec![OVER], vec![0]));
-    assert_eq!(redis.get_int(&key), 1 << 62);
+    assert_eq!(redis.get_int(&key), i64::MAX);
 }
 
 fn start_per_second(main: &Redis, fast: &Redis, file: &str, cfg: &str) -> Rls {

@@ -11,5 +11,6 @@ mod envoy;
 mod grpc;
 mod hostile_net;
 mod hostile_values;
+mod live_limits;
 mod restart;
 mod sentinel;
