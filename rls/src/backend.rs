@@ -8,9 +8,10 @@ use std::sync::Arc;
 use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelServerType};
-use redis::RedisResult;
+use redis::{RedisResult, Value};
 use tokio::sync::Mutex;
 
+use crate::module::{self, Found};
 use crate::plan::Plan;
 use crate::settings::{redis_url, RedisSettings};
 
@@ -176,6 +177,92 @@ impl Backend {
         }
     }
 
+    /// A connection to the server (the sentinels' master) for a check.
+    async fn any_connection(&self) -> RedisResult<Check> {
+        Ok(match self {
+            Backend::Single { conns, .. } => Check::Plain(Box::new(conns[0].clone())),
+            Backend::Cluster(conn) => Check::Cluster(conn.clone()),
+            Backend::Sentinel { client, conn } => {
+                let mut guard = conn.lock().await;
+                let c = match guard.clone() {
+                    Some(c) => c,
+                    None => {
+                        let c = client.lock().await.get_async_connection().await?;
+                        *guard = Some(c.clone());
+                        c
+                    }
+                };
+                Check::Sentinel(c)
+            }
+        })
+    }
+
+    /// Whether every server this backend sends to (every master of a
+    /// cluster) has the module at the version the service needs, by
+    /// `MODULE LIST`, or by the probe on `probe_key` where a server answers
+    /// `MODULE LIST` with an error (a user without `@admin`, a renamed
+    /// command). Each server as `(name, found)`; `server` names a single
+    /// server or the sentinels' master. `Err` when a server cannot be
+    /// reached: nothing is known then.
+    pub async fn check_module(
+        &self,
+        server: &str,
+        probe_key: &str,
+    ) -> RedisResult<Vec<(String, Found)>> {
+        let list = redis::cmd("MODULE").arg("LIST").clone();
+        let mut c = self.any_connection().await?;
+        let listed: RedisResult<Vec<(String, Value)>> = match &mut c {
+            Check::Cluster(conn) => {
+                use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+                let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+                conn.route_command(&list, routing).await.map(|v| match v {
+                    // One reply per master, by address.
+                    Value::Map(by_node) => by_node
+                        .into_iter()
+                        .map(|(addr, reply)| (text(&addr).unwrap_or_default(), reply))
+                        .collect(),
+                    one => vec![(server.to_string(), one)],
+                })
+            }
+            Check::Plain(conn) => list
+                .query_async::<Value>(&mut **conn)
+                .await
+                .map(|v| vec![(server.to_string(), v)]),
+            Check::Sentinel(conn) => list
+                .query_async::<Value>(conn)
+                .await
+                .map(|v| vec![(server.to_string(), v)]),
+        };
+        match listed {
+            Ok(replies) => Ok(replies
+                .into_iter()
+                .map(|(name, reply)| (name, module::from_list(&modules(&reply))))
+                .collect()),
+            Err(e) if unreachable(&e) => Err(e),
+            Err(_) => {
+                let mut probe = redis::cmd("FW.PEEK");
+                probe.arg(probe_key).arg(module::PROBE);
+                let r = match &mut c {
+                    Check::Cluster(conn) => probe.query_async::<Value>(conn).await,
+                    Check::Plain(conn) => probe.query_async::<Value>(&mut **conn).await,
+                    Check::Sentinel(conn) => probe.query_async::<Value>(conn).await,
+                };
+                let found = match r {
+                    Ok(_) => module::from_probe(Ok(())),
+                    Err(e) if unreachable(&e) => return Err(e),
+                    Err(e) => {
+                        let text = match (e.code(), e.detail()) {
+                            (Some(code), Some(detail)) => format!("{code} {detail}"),
+                            _ => e.to_string(),
+                        };
+                        module::from_probe(Err(&text))
+                    }
+                };
+                Ok(vec![(server.to_string(), found)])
+            }
+        }
+    }
+
     /// Whether the backend answers a PING (the health check's Redis probe).
     pub async fn ping(&self) -> bool {
         let plan_ping = || redis::cmd("PING");
@@ -194,6 +281,60 @@ impl Backend {
             },
         }
     }
+}
+
+/// A connection for a module check.
+enum Check {
+    Plain(Box<ConnectionManager>),
+    Cluster(ClusterConnection),
+    Sentinel(redis::aio::MultiplexedConnection),
+}
+
+/// A failure to reach a server (as opposed to its error reply).
+fn unreachable(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal()
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::VerbatimString { text, .. } => Some(text.clone()),
+        _ => None,
+    }
+}
+
+/// `MODULE LIST`'s entries as `(name, ver)` (RESP2 arrays of field/value
+/// pairs, or RESP3 maps).
+fn modules(reply: &Value) -> Vec<(String, i64)> {
+    let Value::Array(entries) = reply else {
+        return Vec::new();
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let pairs: Vec<(&Value, &Value)> = match entry {
+                Value::Array(items) => items
+                    .chunks(2)
+                    .filter_map(|p| Some((p.first()?, p.get(1)?)))
+                    .collect(),
+                Value::Map(pairs) => pairs.iter().map(|(k, v)| (k, v)).collect(),
+                _ => return None,
+            };
+            let field = |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| text(k).as_deref() == Some(name))
+                    .map(|(_, v)| *v)
+            };
+            let name = text(field("name")?)?;
+            let ver = match field("ver")? {
+                Value::Int(n) => *n,
+                other => text(other)?.parse().ok()?,
+            };
+            Some((name, ver))
+        })
+        .collect()
 }
 
 /// Commands in one MULTI/EXEC on the node of `key`'s slot (the crate

@@ -139,7 +139,9 @@ async fn route(
     let st = &http.state;
     match (site, method, path) {
         (Site::Main, _, "/healthcheck") => {
-            if http.healthy.load(Ordering::Relaxed) {
+            // Unhealthy while Redis cannot run the commands (no module):
+            // the log says what to load and where.
+            if http.healthy.load(Ordering::Relaxed) && st.module_problem().is_none() {
                 respond(s, 200, "text/plain", "OK").await
             } else {
                 respond(s, 500, "text/plain", "NOT OK").await

@@ -12,6 +12,7 @@ pub mod decide;
 pub mod http;
 pub mod loader;
 pub mod log;
+pub mod module;
 pub mod net;
 pub mod plan;
 pub mod service;
@@ -87,7 +88,12 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         per_second,
         stats: stats::Stats::new(settings.stats_max_keys),
         detached: Arc::new(tokio::sync::Semaphore::new(service::MAX_DETACHED)),
+        module_problems: RwLock::new(Vec::new()),
+        module_recheck: tokio::sync::Notify::new(),
     });
+    // Before any listener: the first health check and call already know
+    // whether Redis can run the commands.
+    state.check_modules().await;
     let first = {
         let state = state.clone();
         tokio::task::spawn_blocking(move || loader::load(&state)).await?
@@ -172,6 +178,43 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .set_service_status("", tonic_health::ServingStatus::Serving)
         .await;
     reporter.set_serving::<RateLimitServiceServer<Grpc>>().await;
+    {
+        // The module, checked again on a timer (sooner while it is
+        // missing) and at once when a call finds a command unknown; the
+        // gRPC health service says NOT_SERVING while it is missing.
+        let (state, reporter) = (state.clone(), reporter.clone());
+        tokio::spawn(async move {
+            let mut serving = None;
+            loop {
+                let ok = state.module_problem().is_none();
+                if serving != Some(ok) {
+                    let status = if ok {
+                        tonic_health::ServingStatus::Serving
+                    } else {
+                        tonic_health::ServingStatus::NotServing
+                    };
+                    reporter.set_service_status("", status).await;
+                    reporter
+                        .set_service_status(
+                            <RateLimitServiceServer<Grpc> as tonic::server::NamedService>::NAME,
+                            status,
+                        )
+                        .await;
+                    serving = Some(ok);
+                }
+                let wait = if ok {
+                    service::MODULE_CHECK_EVERY
+                } else {
+                    service::MODULE_RECHECK_EVERY
+                };
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = state.module_recheck.notified() => {}
+                }
+                state.check_modules().await;
+            }
+        });
+    }
     log::warn(&format!(
         "redis-cell-rls listening: grpc {addr}, http {}:{}",
         settings.host, settings.port

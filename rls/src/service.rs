@@ -34,7 +34,17 @@ pub struct State {
     /// Decisions running on their own tasks (see
     /// [`State::decide_detached`]), at most [`MAX_DETACHED`].
     pub detached: Arc<tokio::sync::Semaphore>,
+    /// What the last module check found wrong, one sentence per server
+    /// (empty: every server has the module the service needs).
+    pub module_problems: RwLock<Vec<String>>,
+    /// Wakes the module check at once (a call found a command unknown).
+    pub module_recheck: tokio::sync::Notify,
 }
+
+/// How often the module is checked while every server has it, and while
+/// one does not.
+pub const MODULE_CHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+pub const MODULE_RECHECK_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The most decisions that run at once. A client that gives up frees its
 /// stream but not its decision: without a bound, clients that cancel each
@@ -55,6 +65,90 @@ impl State {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// What is wrong with the servers' module, if anything: the calls'
+    /// error and the health check's verdict.
+    pub fn module_problem(&self) -> Option<String> {
+        let p = self
+            .module_problems
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        (!p.is_empty()).then(|| p.join("; "))
+    }
+
+    /// The server a backend's errors name: `REDIS_URL`'s (or
+    /// `REDIS_PERSECOND_URL`'s) address without credentials.
+    fn server_of(&self, backend: &Backend) -> String {
+        let s = match &self.settings.redis_per_second {
+            Some(r) if !std::ptr::eq(backend, &*self.backend) => r,
+            _ => &self.settings.redis,
+        };
+        match s.kind.as_str() {
+            "SENTINEL" => format!(
+                "the master '{}' of the sentinels",
+                s.url.split(',').next().unwrap_or_default().trim()
+            ),
+            _ => s
+                .url
+                .split(',')
+                .map(|u| crate::module::server_name(u.trim()))
+                .collect::<Vec<_>>()
+                .join(","),
+        }
+    }
+
+    /// Checks that every server has the module (see
+    /// [`Backend::check_module`]) and keeps what is wrong; a server that
+    /// cannot be reached leaves the last verdict as it was. Logs each
+    /// change: what to load and where, or that it is there again.
+    pub async fn check_modules(&self) {
+        let probe_key = format!("{}redis-cell-rls-probe", self.settings.cache_key_prefix);
+        let mut problems = Vec::new();
+        let mut found = Vec::new();
+        let backends = std::iter::once(&self.backend).chain(self.per_second.as_ref());
+        for backend in backends {
+            let server = self.server_of(backend);
+            match backend.check_module(&server, &probe_key).await {
+                Ok(servers) => {
+                    for (name, f) in servers {
+                        match crate::module::problem(&f, &name) {
+                            Some(p) => problems.push(p),
+                            None => found.push((name, f)),
+                        }
+                    }
+                }
+                Err(e) => {
+                    log::debug(&format!("module check: {server}: {e}"));
+                    return;
+                }
+            }
+        }
+        let mut current = self
+            .module_problems
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        if *current == problems {
+            return;
+        }
+        for p in &problems {
+            log::error(&format!("redis-cell-rls cannot decide: {p}"));
+        }
+        if problems.is_empty() {
+            for (name, f) in &found {
+                let version = match f {
+                    crate::module::Found::Ready { version: Some(v) } => {
+                        crate::module::version_text(*v)
+                    }
+                    _ => "(version not listed)".into(),
+                };
+                log::warn(&format!(
+                    "Redis at {name} has {} {version}: calls are decided",
+                    crate::module::NAME
+                ));
+            }
+        }
+        *current = problems;
     }
 
     fn mode(&self) -> Mode {
@@ -114,6 +208,12 @@ impl State {
         let Some(config) = self.current_config() else {
             return Err(service_err("no rate limit configuration loaded"));
         };
+        if let Some(p) = self.module_problem() {
+            return Err(Failure {
+                message: format!("redis error: {p}"),
+                redis: true,
+            });
+        }
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs())
@@ -252,7 +352,10 @@ impl State {
             return Ok(plan::Interpreted::default());
         }
         let p = plan::plan_with(charges, mode, refused);
-        let replies = backend.run(&p).await.map_err(redis_failure)?;
+        let replies = backend
+            .run(&p)
+            .await
+            .map_err(|e| self.redis_failure(backend, e))?;
         plan::interpret(&p, charges, &replies).map_err(bad_reply)
     }
 
@@ -320,6 +423,28 @@ impl State {
         }
         done.charged.clear();
         Ok(())
+    }
+}
+
+impl State {
+    /// A Redis error as a call answers it; a command the server does not
+    /// know means the module is gone (a server restarted without it):
+    /// the error says what to load, and the check runs at once.
+    fn redis_failure(&self, backend: &Backend, e: redis::RedisError) -> Failure {
+        if e.to_string()
+            .to_ascii_lowercase()
+            .contains("unknown command")
+        {
+            self.module_recheck.notify_one();
+            let server = self.server_of(backend);
+            if let Some(p) = crate::module::problem(&crate::module::Found::Missing, &server) {
+                return Failure {
+                    message: format!("redis error: {p}"),
+                    redis: true,
+                };
+            }
+        }
+        redis_failure(e)
     }
 }
 

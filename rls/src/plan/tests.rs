@@ -595,3 +595,30 @@ fn a_request_of_many_descriptors_is_planned_in_linear_time() {
     // 200,000 peeks and one call per quantity per 100 limiters.
     assert_eq!(n, 200_000 + 50_000);
 }
+
+#[test]
+fn the_reference_modes_descriptors_are_one_pipeline() {
+    let l = limit("{unit: hour, requests_per_unit: 10}");
+    let cs = [
+        charge(0, l.clone(), 1),
+        charge(1, l.clone(), 3),
+        charge(2, l, 0),
+    ];
+    let p = plan(&cs, Mode::Reference);
+    // One plan, sent as one pipeline (not a transaction), one counting
+    // call per descriptor with its own hits (0 only looks).
+    assert!(!p.atomic);
+    let sent: Vec<(&str, &str, &str)> = p
+        .commands
+        .iter()
+        .map(|c| (c[0].as_str(), c[4].as_str(), c[6].as_str()))
+        .collect();
+    assert_eq!(
+        sent,
+        vec![
+            ("FW.INCR", "1", "COUNTALL"),
+            ("FW.INCR", "3", "COUNTALL"),
+            ("FW.INCR", "0", "COUNTALL")
+        ]
+    );
+}

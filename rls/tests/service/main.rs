@@ -12,5 +12,6 @@ mod grpc;
 mod hostile_net;
 mod hostile_values;
 mod live_limits;
+mod no_module;
 mod restart;
 mod sentinel;

@@ -67,6 +67,24 @@ impl Redis {
         Redis::from_kit(testkit::Server::start(spec(config)))
     }
 
+    /// A server without the module (what a user may point the service at).
+    pub fn start_without_module() -> Redis {
+        Redis::from_kit(testkit::Server::start(spec(&[]).without_module()))
+    }
+
+    /// Kills the server and starts another on the same port, with the
+    /// module or without it (a fresh data directory).
+    pub fn replace(&mut self, with_module: bool) {
+        let port = self.port;
+        self.kit.kill();
+        let mut s = spec(&[]);
+        if !with_module {
+            s = s.without_module();
+        }
+        s.port = Some(port);
+        *self = Redis::from_kit(testkit::Server::start(s));
+    }
+
     fn from_kit(kit: testkit::Server) -> Redis {
         assert!(
             kit.spec.modules.iter().all(|(m, _)| m.is_file()),
@@ -216,7 +234,7 @@ impl Rls {
         // another test's connection): try other ports.
         let mut last = String::new();
         for _ in 0..3 {
-            match Rls::try_start(root.clone(), redis_url, env, wrapper) {
+            match Rls::try_start(root.clone(), redis_url, env, wrapper, true) {
                 Ok(r) => return r,
                 Err(e) if e.contains("Address already in use") => last = e,
                 Err(e) => panic!("{e}"),
@@ -225,11 +243,19 @@ impl Rls {
         panic!("{last}");
     }
 
+    /// The service started where it is expected to report itself
+    /// unhealthy: ready once it answers its health check, whatever the
+    /// answer, and listens for gRPC.
+    pub fn start_unhealthy(redis_url: &str, files: &[(&str, &str)]) -> Rls {
+        Rls::try_start(runtime(files), redis_url, &[], &[], false).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     fn try_start(
         root: PathBuf,
         redis_url: &str,
         env: &[(&str, &str)],
         wrapper: &[&str],
+        healthy: bool,
     ) -> Result<Rls, String> {
         let (grpc_port, http_port, debug_port, metrics_port) =
             (free_port(), free_port(), free_port(), free_port());
@@ -289,7 +315,7 @@ impl Rls {
             // The service answers its health check before its gRPC
             // listener is bound.
             if http_get(r.http_port, "/healthcheck")
-                .map(|(c, _)| c == 200)
+                .map(|(c, _)| c == 200 || (!healthy && c != 0))
                 .unwrap_or(false)
                 && listening(r.grpc_port)
             {
