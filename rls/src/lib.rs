@@ -88,7 +88,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         per_second,
         stats: stats::Stats::new(settings.stats_max_keys),
         detached: Arc::new(tokio::sync::Semaphore::new(service::MAX_DETACHED)),
-        module_problems: RwLock::new(Vec::new()),
+        module_problems: RwLock::new(None),
         module_recheck: tokio::sync::Notify::new(),
     });
     // Before any listener: the first health check and call already know

@@ -35,8 +35,9 @@ pub struct State {
     /// [`State::decide_detached`]), at most [`MAX_DETACHED`].
     pub detached: Arc<tokio::sync::Semaphore>,
     /// What the last module check found wrong, one sentence per server
-    /// (empty: every server has the module the service needs).
-    pub module_problems: RwLock<Vec<String>>,
+    /// (empty: every server has the module the service needs; `None`
+    /// before a check has answered).
+    pub module_problems: RwLock<Option<Vec<String>>>,
     /// Wakes the module check at once (a call found a command unknown).
     pub module_recheck: tokio::sync::Notify,
 }
@@ -74,7 +75,7 @@ impl State {
             .module_problems
             .read()
             .unwrap_or_else(|e| e.into_inner());
-        (!p.is_empty()).then(|| p.join("; "))
+        p.as_ref().filter(|p| !p.is_empty()).map(|p| p.join("; "))
     }
 
     /// The server a backend's errors name: `REDIS_URL`'s (or
@@ -128,7 +129,7 @@ impl State {
             .module_problems
             .write()
             .unwrap_or_else(|e| e.into_inner());
-        if *current == problems {
+        if current.as_ref() == Some(&problems) {
             return;
         }
         for p in &problems {
@@ -140,7 +141,7 @@ impl State {
                     crate::module::Found::Ready { version: Some(v) } => {
                         crate::module::version_text(*v)
                     }
-                    _ => "(version not listed)".into(),
+                    _ => "(found by the probe: MODULE LIST refused)".into(),
                 };
                 log::warn(&format!(
                     "Redis at {name} has {} {version}: calls are decided",
@@ -148,7 +149,7 @@ impl State {
                 ));
             }
         }
-        *current = problems;
+        *current = Some(problems);
     }
 
     fn mode(&self) -> Mode {

@@ -167,3 +167,42 @@ async fn without_the_module_the_service_says_what_to_load() {
         || health(&rls) == 500,
     );
 }
+
+/// A user the server refuses `MODULE LIST` (an `@admin` command): the
+/// service finds the module by its probe, or finds it missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_without_module_list_is_checked_by_the_probe() {
+    let acl = [
+        "ACL", "SETUSER", "rls", "on", ">pw", "~*", "&*", "+@all", "-module",
+    ];
+    let env = [("REDIS_AUTH", "rls:pw")];
+
+    let redis = Redis::start();
+    assert!(redis.cmd(&acl).starts_with("+ok"));
+    let rls = Rls::start(&redis.url(), &[("edge.yaml", CONFIG)], &env);
+    assert!(
+        rls.log_text().contains(&format!(
+            "Redis at 127.0.0.1:{} has redis-cell (found by the probe: MODULE LIST refused): calls are decided",
+            redis.port
+        )),
+        "{}",
+        rls.log_text()
+    );
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let r = call(&mut c, request("edge", vec![desc(&[("user", &u)])])).await;
+    assert_eq!((r.overall_code, r.statuses[0].limit_remaining), (OK, 4));
+    // The probe writes nothing.
+    assert_eq!(redis.cmd(&["EXISTS", "redis-cell-rls-probe"]), ":0\r\n");
+
+    let bare = Redis::start_without_module();
+    assert!(bare.cmd(&acl).starts_with("+ok"));
+    let rls = Rls::try_start_unhealthy(&bare.url(), &[("edge.yaml", CONFIG)], &env);
+    assert_eq!(health(&rls), 500);
+    let mut c = rls.client().await;
+    let e = c
+        .should_rate_limit(request("edge", vec![desc(&[("user", "u")])]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.message(), format!("redis error: {}", problem(bare.port)));
+}

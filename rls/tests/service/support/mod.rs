@@ -247,7 +247,16 @@ impl Rls {
     /// unhealthy: ready once it answers its health check, whatever the
     /// answer, and listens for gRPC.
     pub fn start_unhealthy(redis_url: &str, files: &[(&str, &str)]) -> Rls {
-        Rls::try_start(runtime(files), redis_url, &[], &[], false).unwrap_or_else(|e| panic!("{e}"))
+        Rls::try_start_unhealthy(redis_url, files, &[])
+    }
+
+    /// [`Rls::start_unhealthy`] with more environment.
+    pub fn try_start_unhealthy(
+        redis_url: &str,
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Rls {
+        Rls::try_start(runtime(files), redis_url, env, &[], false).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn try_start(
