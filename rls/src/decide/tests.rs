@@ -175,3 +175,22 @@ fn many_descriptors_are_decided_in_linear_time() {
         .expect("decided within 60 s");
     assert_eq!(got, (200_000, 200_000));
 }
+
+#[test]
+fn a_policy_limit_is_the_threshold_and_the_current_limit() {
+    // The rule says 10 a minute; its policy holds 20 now (the module's
+    // reply): 15 is within, 17 near (threshold 16), and the status shows 20.
+    let mut l = rl(10);
+    l.policy = Some("p".into());
+    let (s, d) = judge(&l, &out(false, 14, 15, 20), 1, 0.8, 0);
+    assert_eq!((s.code, s.limit_remaining), (Code::Ok, 5));
+    assert_eq!(s.current_limit, Some((20, Unit::Minute, String::new())));
+    assert_eq!((d.within_limit, d.near_limit, d.over_limit), (1, 0, 0));
+    let (_, d) = judge(&l, &out(false, 16, 17, 20), 1, 0.8, 0);
+    assert_eq!(d.near_limit, 1);
+    // Lowered to 5: 6 is over by 1, with the near hits below it.
+    let (s, d) = judge(&l, &out(true, 3, 6, 5), 3, 0.8, 0);
+    assert_eq!(s.code, Code::OverLimit);
+    assert_eq!(s.current_limit.map(|c| c.0), Some(5));
+    assert_eq!((d.over_limit, d.near_limit), (1, 1));
+}
