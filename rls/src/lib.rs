@@ -178,15 +178,20 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .set_service_status("", tonic_health::ServingStatus::Serving)
         .await;
     reporter.set_serving::<RateLimitServiceServer<Grpc>>().await;
+    let stopping = Arc::new(AtomicBool::new(false));
     {
         // The module, checked again on a timer (sooner while it is
         // missing) and at once when a call finds a command unknown; the
         // gRPC health service says NOT_SERVING while it is missing.
-        let (state, reporter) = (state.clone(), reporter.clone());
+        let (state, reporter, stopping) = (state.clone(), reporter.clone(), stopping.clone());
         tokio::spawn(async move {
             let mut serving = None;
             loop {
                 let ok = state.module_problem().is_none();
+                // Once stopping, the status is NOT_SERVING whatever the module.
+                if stopping.load(Ordering::Relaxed) {
+                    break;
+                }
                 if serving != Some(ok) {
                     let status = if ok {
                         tonic_health::ServingStatus::Serving
@@ -227,6 +232,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             _ = tokio::signal::ctrl_c() => {},
         }
         healthy.store(false, Ordering::Relaxed);
+        stopping.store(true, Ordering::Relaxed);
         reporter
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;
