@@ -255,3 +255,44 @@ async def test_async_moving_window_peeks_with_the_limit(key: str) -> None:
     assert (await ours.get_moving_window(item.key_for(key), 3, 60))[1] == 3
     assert (await ours.get_moving_window(item.key_for(key), 1, 60))[1] == 3
     assert (await moving.get_window_stats(item, key)).remaining == 0
+
+
+def _flask_app(uri: str, options: dict[str, Any]) -> Any:
+    from flask import Flask
+    from flask_limiter import Limiter
+    from flask_limiter.util import get_remote_address
+
+    app = Flask(f"login-{uuid.uuid4().hex}")
+    app.config["RATELIMIT_STORAGE_URI"] = uri
+    app.config["RATELIMIT_STORAGE_OPTIONS"] = options
+    app.config["RATELIMIT_STRATEGY"] = "fixed-window"
+    app.config["RATELIMIT_HEADERS_ENABLED"] = True
+    limiter = Limiter(get_remote_address, app=app)
+
+    @app.route("/login", methods=["POST"])
+    @limiter.limit(f"{LIMIT} per minute")
+    def login() -> str:
+        return "welcome"
+
+    return app
+
+
+def test_a_flask_apps_refusals_reach_info_and_top(module_client: redis.Redis) -> None:
+    """15 logins at 10 per minute through flask-limiter: the same answers and
+    headers as on limits' own storage, 5 refusals in INFO and CL.TOP."""
+    port = os.environ["CELL_MODULE_PORT"]
+    ours = _flask_app(f"rediscell://127.0.0.1:{port}", {"key_prefix": "CELL"}).test_client()
+    theirs = _flask_app(f"redis://127.0.0.1:{port}", {}).test_client()
+    ip = f"10.9.{uuid.uuid4().int % 250}.{uuid.uuid4().int % 250}"
+    before = _limited([module_client])
+    got, expected = [], []
+    for _ in range(HITS):
+        for client, out in ((theirs, expected), (ours, got)):
+            r = client.post("/login", environ_base={"REMOTE_ADDR": ip})
+            out.append((r.status_code, r.headers["X-RateLimit-Remaining"]))
+    assert got == expected
+    assert [status for status, _ in got] == [200] * LIMIT + [429] * REFUSED
+    key = f"LIMITER/{ip}/login/{LIMIT}/1/minute"
+    _same_state(module_client, f"CELL:{key}", f"LIMITS:{key}")
+    assert _limited([module_client]) - before == REFUSED
+    assert _top([module_client], f"CELL:{key}") == [(REFUSED, 0)]
