@@ -84,9 +84,10 @@ pub fn problem(found: &Found, server: &str) -> Option<String> {
     Some(match found {
         Found::Ready { .. } => return None,
         Found::Missing => format!("Redis at {server} has no {NAME} module: {}", remedy()),
+        // The version as MODULE LIST says it: redis-cell's first releases
+        // all said `ver 1`.
         Found::TooOld { version } => format!(
-            "Redis at {server} has {NAME} {}, older than this service needs: {}",
-            version_text(*version),
+            "Redis at {server} has an older {NAME} (MODULE LIST ver {version}) than this service needs: {}",
             remedy()
         ),
         Found::Refused(e) => format!(
@@ -164,9 +165,9 @@ mod tests {
             problem(&Found::Missing, "127.0.0.1:6379").unwrap(),
             format!("Redis at 127.0.0.1:6379 has no redis-cell module: load libredis_cell.so (redis-cell {v} or later) into that server: `loadmodule /path/to/libredis_cell.so` in its redis.conf, or `--loadmodule /path/to/libredis_cell.so` on its command line")
         );
-        assert!(problem(&Found::TooOld { version: 301 }, "h:1")
+        assert!(problem(&Found::TooOld { version: 1 }, "h:1")
             .unwrap()
-            .starts_with("Redis at h:1 has redis-cell 0.3.1, older than this service needs: load libredis_cell.so"));
+            .starts_with("Redis at h:1 has an older redis-cell (MODULE LIST ver 1) than this service needs: load libredis_cell.so"));
         assert!(problem(&Found::Refused("NOPERM x".into()), "h:1")
             .unwrap()
             .starts_with(

@@ -206,3 +206,34 @@ async fn a_user_without_module_list_is_checked_by_the_probe() {
         .unwrap_err();
     assert_eq!(e.message(), format!("redis error: {}", problem(bare.port)));
 }
+
+/// An older redis-cell (the original 0.2.2, which `scripts/deps` builds,
+/// `MODULE LIST` ver 1): unhealthy, and calls say it is too old.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_older_module_is_named_as_too_old() {
+    let original = repo_root().join("target/deps/redis-cell-0.2.2/libredis_cell.so");
+    assert!(
+        original.is_file(),
+        "the original redis-cell is missing at {}: run scripts/deps",
+        original.display()
+    );
+    let redis = Redis::start_with_module(&original);
+    let rls = Rls::start_unhealthy(&redis.url(), &[("edge.yaml", CONFIG)]);
+    assert_eq!(health(&rls), 500);
+    let want = format!(
+        "Redis at 127.0.0.1:{} has an older redis-cell (MODULE LIST ver 1) than this service needs: load libredis_cell.so (redis-cell {} or later) into that server",
+        redis.port,
+        version()
+    );
+    let mut c = rls.client().await;
+    let e = c
+        .should_rate_limit(request("edge", vec![desc(&[("user", "u")])]))
+        .await
+        .unwrap_err();
+    assert!(
+        e.message().starts_with(&format!("redis error: {want}")),
+        "{}",
+        e.message()
+    );
+    assert!(rls.log_text().contains(&want), "{}", rls.log_text());
+}

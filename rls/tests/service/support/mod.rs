@@ -72,6 +72,13 @@ impl Redis {
         Redis::from_kit(testkit::Server::start(spec(&[]).without_module()))
     }
 
+    /// A server with another module than the one under test.
+    pub fn start_with_module(module: &Path) -> Redis {
+        let mut s = spec(&[]);
+        s.modules = vec![(module.to_path_buf(), Vec::new())];
+        Redis::from_kit(testkit::Server::start(s))
+    }
+
     /// Kills the server and starts another on the same port, with the
     /// module or without it (a fresh data directory).
     pub fn replace(&mut self, with_module: bool) {
