@@ -110,7 +110,17 @@ impl State {
         let backends = std::iter::once(&self.backend).chain(self.per_second.as_ref());
         for backend in backends {
             let server = self.server_of(backend);
-            match backend.check_module(&server, &probe_key).await {
+            // A server that does not answer in time is one that cannot be
+            // reached (a start must not wait on it for longer).
+            let checked = tokio::time::timeout(
+                self.settings.redis.timeout,
+                backend.check_module(&server, &probe_key),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err((redis::ErrorKind::IoError, "the module check timed out").into())
+            });
+            match checked {
                 Ok(servers) => {
                     for (name, f) in servers {
                         match crate::module::problem(&f, &name) {
