@@ -750,6 +750,23 @@ impl Config {
         self.domains.contains_key(domain)
     }
 
+    /// The policies the rules name, sorted, each once.
+    pub fn policies(&self) -> Vec<String> {
+        fn walk(node: &Node, out: &mut std::collections::BTreeSet<String>) {
+            if let Some(p) = node.limit.as_ref().and_then(|l| l.policy.as_ref()) {
+                out.insert(p.clone());
+            }
+            for child in node.children.values() {
+                walk(child, out);
+            }
+        }
+        let mut out = std::collections::BTreeSet::new();
+        for node in self.domains.values() {
+            walk(node, &mut out);
+        }
+        out.into_iter().collect()
+    }
+
     /// A readable dump of every limit (the debug port's `/rlconfig`).
     pub fn dump(&self) -> String {
         let mut lines = Vec::new();

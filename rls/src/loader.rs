@@ -361,6 +361,13 @@ fn give_back_memory() {
 pub fn load(state: &State) -> Result<(), ConfigError> {
     match load_bounded(state, state.settings.runtime_load_timeout) {
         Ok(c) => {
+            let policies = c.policies();
+            if !policies.is_empty() && state.mode() == crate::plan::Mode::AllOrNothing {
+                log::warn(&format!(
+                    "rules name policies ({}): in all-or-nothing mode their own numbers decide (CL.THROTTLEALL), except shadow rules",
+                    policies.join(", ")
+                ));
+            }
             *state.config.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(c));
             state.stats.add("ratelimit.service.config_load_success", 1);
             log::info("loaded the rate limit configuration");

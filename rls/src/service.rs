@@ -162,7 +162,7 @@ impl State {
         *current = Some(problems);
     }
 
-    fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         if self.settings.all_or_nothing || self.settings.stop_cache_key_increment_when_overlimit {
             Mode::AllOrNothing
         } else {

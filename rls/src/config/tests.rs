@@ -436,3 +436,10 @@ fn a_rule_names_a_policy() {
         "config.test: should not specify a policy when unlimited"
     );
 }
+
+#[test]
+fn the_policies_rules_name() {
+    let c = load("domain: d\ndescriptors:\n  - key: a\n    rate_limit: {unit: minute, requests_per_unit: 1, policy: p2}\n  - key: b\n    descriptors:\n      - key: c\n        rate_limit: {unit: minute, requests_per_unit: 1, policy: p1}\n  - key: e\n    rate_limit: {unit: minute, requests_per_unit: 1, policy: p2}\n  - key: f\n    rate_limit: {unit: minute, requests_per_unit: 1}\n").unwrap();
+    assert_eq!(c.policies(), vec!["p1".to_string(), "p2".to_string()]);
+    assert!(load("domain: d\n").unwrap().policies().is_empty());
+}

@@ -289,3 +289,43 @@ async fn a_policy_changes_trials_and_promotes_a_limit_live() {
     let y = unique("y");
     assert_eq!(one(&mut c, &y).await, (OK, 2, Some(3)));
 }
+
+/// In all-or-nothing mode the rules' numbers decide (one `CL.THROTTLEALL`
+/// has no fallback for a missing policy): the log says so, and a policy
+/// changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_or_nothing_mode_says_the_policies_do_not_apply() {
+    not_near_hour_end();
+    let redis = Redis::start();
+    let rls = Rls::start(
+        &redis.url(),
+        &[("live.yaml", LIVE)],
+        &[("ALL_OR_NOTHING", "true")],
+    );
+    assert!(
+        rls.log_text().contains(
+            "rules name policies (live-user): in all-or-nothing mode their own numbers decide (CL.THROTTLEALL), except shadow rules"
+        ),
+        "{}",
+        rls.log_text()
+    );
+    ok(
+        &redis,
+        &["CL.POLICY", "SET", "live-user", "FW", "6", "3600", "ALIGN"],
+    );
+    let mut c = rls.client().await;
+    let u = unique("u");
+    let mut got = Vec::new();
+    for _ in 0..4 {
+        got.push(one(&mut c, &u).await);
+    }
+    assert_eq!(
+        got,
+        vec![
+            (OK, 2, Some(3)),
+            (OK, 1, Some(3)),
+            (OK, 0, Some(3)),
+            (OVER, 0, Some(3))
+        ]
+    );
+}
