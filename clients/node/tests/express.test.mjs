@@ -226,8 +226,10 @@ for (const name of clientNames) {
       const ours = await app(new RedisCellStore({ sendCommand, prefix: prefix.cell }), 10, 60_000);
       const theirs = await app(new RedisStore({ sendCommand, prefix: prefix.redis }), 10, 60_000);
       try {
+        const opened = [];
         const run = async () => {
           for (const a of [ours, theirs]) {
+            opened.push(Date.now());
             const res = await burst([a.url], 15);
             assert.equal(count(res, 200), 10, engine);
             assert.equal(count(res, 429), 5, engine);
@@ -237,7 +239,7 @@ for (const name of clientNames) {
         else await run();
         const key = await onlyKey(op, prefix.cell);
         if (engine === "module") assert.deepEqual(await op.top(key), [key, 5, 0, 0], "CL.TOP");
-        sameState(await op.state(key), await op.state(await onlyKey(op, prefix.redis)), 60_000, `${engine}, ${name}`);
+        sameState(await op.state(key), await op.state(await onlyKey(op, prefix.redis)), 60_000, `${engine}, ${name}`, opened[1] - opened[0]);
         assert.equal((await op.state(key)).value, "15");
       } finally {
         ours.close();

@@ -43,11 +43,13 @@ export async function delta(op, name, body) {
 }
 
 /**
- * Two keys' values are equal and their PTTLs those of one window opened a
- * few milliseconds apart: both within the window, at most `slack` ms apart.
+ * Two keys' values are equal and their PTTLs those of one window opened
+ * twice, the second time `gap` ms after the first (the two stores are hit
+ * one after the other): both within the window, apart by at most the gap
+ * and `slack` ms of reading them.
  */
-export function sameState(ours, theirs, windowMs, at, slack = 1000) {
+export function sameState(ours, theirs, windowMs, at, gap, slack = 500) {
   assert.equal(ours.value, theirs.value, `${at}: the stored value`);
   for (const s of [ours, theirs]) assert.ok(s.pttl > windowMs - 5000 && s.pttl <= windowMs, `${at}: PTTL ${s.pttl} of ${windowMs}`);
-  assert.ok(Math.abs(ours.pttl - theirs.pttl) <= slack, `${at}: PTTL ${ours.pttl} vs ${theirs.pttl}`);
+  assert.ok(Math.abs(ours.pttl - theirs.pttl) <= gap + slack, `${at}: PTTL ${ours.pttl} vs ${theirs.pttl}, opened ${gap} ms apart`);
 }

@@ -359,8 +359,10 @@ for (const name of clientNames) {
         const opts = { storeClient: client, points: 10, duration: 60 };
         const ours = new RateLimiterCell({ ...opts, keyPrefix: `op:${name}:${engine}:cell` });
         const theirs = new RateLimiterRedis({ ...opts, ...extra, keyPrefix: `op:${name}:${engine}:redis` });
+        const opened = [];
         const run = async () => {
           for (const l of [ours, theirs]) {
+            opened.push(Date.now());
             const ok = await consumes(l, "k", 15);
             assert.deepEqual(ok, [...Array(10).fill(true), ...Array(5).fill(false)], engine);
           }
@@ -369,7 +371,7 @@ for (const name of clientNames) {
         else await run();
         const key = ours.getKey("k");
         if (engine === "module") assert.deepEqual(await op.top(key), [key, 5, 0, 0], "CL.TOP");
-        sameState(await op.state(key), await op.state(theirs.getKey("k")), 60_000, `${engine}, ${name}`);
+        sameState(await op.state(key), await op.state(theirs.getKey("k")), 60_000, `${engine}, ${name}`, opened[1] - opened[0]);
         assert.equal((await op.state(key)).value, "15");
       } finally {
         await op.close();
