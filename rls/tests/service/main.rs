@@ -15,3 +15,5 @@ mod live_limits;
 mod no_module;
 mod restart;
 mod sentinel;
+mod xds;
+mod xds_server;
