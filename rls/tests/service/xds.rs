@@ -210,6 +210,7 @@ async fn configs_pushed_over_xds_decide_and_a_bad_one_is_nacked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_force_start_the_service_waits_for_its_first_config() {
+    not_near_hour_end();
     let redis = Redis::start();
     let server = XdsServer::start();
     let env = xds_env(&server);
@@ -225,7 +226,7 @@ async fn without_force_start_the_service_waits_for_its_first_config() {
         "the service took calls before any configuration came"
     );
     let pushed = Instant::now();
-    server.push("v1", &[user_config(2, RateLimitUnit::Minute)]);
+    server.push("v1", &[user_config(2, RateLimitUnit::Hour)]);
     let (rls, ready) = started.join().unwrap();
     assert!(ready >= pushed);
     let mut c = rls.client().await;
@@ -235,6 +236,7 @@ async fn without_force_start_the_service_waits_for_its_first_config() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_start_and_health_with_at_least_one_config() {
+    not_near_hour_end();
     let redis = Redis::start();
     let server = XdsServer::start();
     let mut env = xds_env(&server);
@@ -264,7 +266,7 @@ async fn force_start_and_health_with_at_least_one_config() {
     acked(&server, "empty");
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(http_get(rls.http_port, "/healthcheck").unwrap().0, 500);
-    server.push("v1", &[user_config(2, RateLimitUnit::Minute)]);
+    server.push("v1", &[user_config(2, RateLimitUnit::Hour)]);
     acked(&server, "v1");
     health(200);
     let u = unique("f");
@@ -516,4 +518,179 @@ async fn envoy_gateways_configs_load_and_decide() {
     ] {
         assert!(dump.contains(d), "{d} not in {dump}");
     }
+}
+
+/// Runs `openssl` with `args` in `dir`, failing loudly.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl (the test makes its certificates with it)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A CA, the xDS server's certificate (for `xds.test.internal`) and the
+/// service's client certificate (its key in SEC1 form, as `openssl ecparam`
+/// writes it), made now.
+fn certificates() -> std::path::PathBuf {
+    let d = tempdir("xds-tls");
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    let mut ca = vec!["req", "-x509", "-days", "1", "-subj", "/CN=xds-test-ca"];
+    ca.extend_from_slice(&ec);
+    ca.extend_from_slice(&["-keyout", "ca.key", "-out", "ca.crt"]);
+    openssl(&d, &ca);
+    std::fs::write(
+        d.join("server.ext"),
+        "subjectAltName=DNS:xds.test.internal\n",
+    )
+    .unwrap();
+    let mut csr = vec!["req", "-subj", "/CN=xds-server"];
+    csr.extend_from_slice(&ec);
+    csr.extend_from_slice(&["-keyout", "server.key", "-out", "server.csr"]);
+    openssl(&d, &csr);
+    openssl(
+        &d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-extfile",
+            "server.ext",
+            "-out",
+            "server.crt",
+        ],
+    );
+    openssl(
+        &d,
+        &[
+            "ecparam",
+            "-name",
+            "prime256v1",
+            "-genkey",
+            "-noout",
+            "-out",
+            "client.key",
+        ],
+    );
+    openssl(
+        &d,
+        &[
+            "req",
+            "-new",
+            "-key",
+            "client.key",
+            "-subj",
+            "/CN=ratelimit",
+            "-out",
+            "client.csr",
+        ],
+    );
+    openssl(
+        &d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "client.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "1",
+            "-out",
+            "client.crt",
+        ],
+    );
+    assert!(std::fs::read_to_string(d.join("client.key"))
+        .unwrap()
+        .contains("BEGIN EC PRIVATE KEY"));
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_xds_link_is_mutual_tls() {
+    not_near_hour_end();
+    let certs = certificates();
+    let p = |f: &str| certs.join(f).to_string_lossy().into_owned();
+    let redis = Redis::start();
+    let server = XdsServer::start_with(Some(crate::xds_server::TlsFiles {
+        cert: certs.join("server.crt"),
+        key: certs.join("server.key"),
+        client_ca: certs.join("ca.crt"),
+    }));
+    server.push("tls-1", &[user_config(2, RateLimitUnit::Hour)]);
+    let tls_env = |san: &str, with_cert: bool| {
+        let mut env = xds_env(&server);
+        env.push(("CONFIG_GRPC_XDS_SERVER_USE_TLS".into(), "true".into()));
+        env.push(("CONFIG_GRPC_XDS_SERVER_TLS_CACERT".into(), p("ca.crt")));
+        env.push(("CONFIG_GRPC_XDS_SERVER_TLS_SAN".into(), san.into()));
+        if with_cert {
+            env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_CERT".into(), p("client.crt")));
+            env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_KEY".into(), p("client.key")));
+        }
+        env.push(("FORCE_START_WITHOUT_INITIAL_CONFIG".into(), "true".into()));
+        env
+    };
+
+    // A server whose certificate does not name the SAN asked for: refused
+    // by the service, no request reaches it.
+    let env = tls_env("other.test.internal", true);
+    let wrong = Rls::start(&redis.url(), &[], &refs(&env));
+    wait_until(
+        "the refused server in the log",
+        Duration::from_secs(10),
+        || {
+            wrong
+                .log_text()
+                .contains("Error initializing gRPC connection to xDS Management Server")
+        },
+    );
+    drop(wrong);
+    // Without a client certificate: the server refuses the service.
+    let before = server.refused.load(std::sync::atomic::Ordering::SeqCst);
+    let env = tls_env("xds.test.internal", false);
+    let anonymous = Rls::start(&redis.url(), &[], &refs(&env));
+    wait_until("a refused handshake", Duration::from_secs(10), || {
+        server.refused.load(std::sync::atomic::Ordering::SeqCst) > before
+    });
+    wait_until(
+        "the lost stream in the log",
+        Duration::from_secs(10),
+        || {
+            let log = anonymous.log_text();
+            log.contains("Error initializing gRPC connection to xDS Management Server")
+                || log.contains("Failed to receive configuration from xDS Management Server")
+        },
+    );
+    drop(anonymous);
+    assert!(server.seen().is_empty(), "{:?}", server.seen());
+
+    // Both certificates right: the config comes over TLS and decides.
+    let env = tls_env("xds.test.internal", true);
+    let rls = Rls::start(&redis.url(), &[], &refs(&env));
+    acked(&server, "tls-1");
+    let mut c = rls.client().await;
+    let u = unique("t");
+    assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
 }

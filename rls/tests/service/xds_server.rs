@@ -138,8 +138,73 @@ impl AggregatedDiscoveryService for Ads {
     }
 }
 
+/// The server's TLS: its certificate and key, and the CA its clients'
+/// certificates must chain to (a client without one is refused).
+#[derive(Clone)]
+pub struct TlsFiles {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
+    pub client_ca: std::path::PathBuf,
+}
+
+/// A TLS connection as tonic's server takes it.
+struct TlsConn(std::pin::Pin<Box<tokio_openssl::SslStream<tokio::net::TcpStream>>>);
+
+impl tonic::transport::server::Connected for TlsConn {
+    type ConnectInfo = ();
+    fn connect_info(&self) {}
+}
+
+impl tokio::io::AsyncRead for TlsConn {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.0.as_mut().poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for TlsConn {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        self.0.as_mut().poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.0.as_mut().poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        self.0.as_mut().poll_shutdown(cx)
+    }
+}
+
+fn acceptor(t: &TlsFiles) -> openssl::ssl::SslAcceptor {
+    use openssl::ssl::{AlpnError, SslAcceptor, SslFiletype, SslMethod, SslVerifyMode};
+    let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
+    b.set_certificate_chain_file(&t.cert).unwrap();
+    b.set_private_key_file(&t.key, SslFiletype::PEM).unwrap();
+    b.set_ca_file(&t.client_ca).unwrap();
+    b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+    b.set_alpn_select_callback(|_, client| {
+        openssl::ssl::select_next_proto(b"\x02h2", client).ok_or(AlpnError::NOACK)
+    });
+    b.build()
+}
+
 pub struct XdsServer {
     pub port: u16,
+    tls: Option<TlsFiles>,
+    /// TLS handshakes that failed (a client refused).
+    pub refused: Arc<AtomicU64>,
     shared: Arc<Shared>,
     running: Option<(
         tokio::sync::oneshot::Sender<()>,
@@ -149,9 +214,15 @@ pub struct XdsServer {
 
 impl XdsServer {
     pub fn start() -> XdsServer {
+        XdsServer::start_with(None)
+    }
+
+    pub fn start_with(tls: Option<TlsFiles>) -> XdsServer {
         let (snapshot, _) = tokio::sync::watch::channel(None);
         let mut s = XdsServer {
             port: crate::support::free_port(),
+            tls,
+            refused: Arc::new(AtomicU64::new(0)),
             shared: Arc::new(Shared {
                 snapshot,
                 seen: Mutex::new(Vec::new()),
@@ -169,6 +240,7 @@ impl XdsServer {
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (port, ads) = (self.port, Ads(self.shared.clone()));
+        let (tls, refused) = (self.tls.clone(), self.refused.clone());
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
@@ -180,16 +252,51 @@ impl XdsServer {
                     .await
                     .unwrap_or_else(|e| panic!("xDS test server: bind {port}: {e}"));
                 ready_tx.send(()).unwrap();
-                let incoming = futures_util::stream::unfold(listener, |l| async move {
-                    let r = l.accept().await.map(|(s, _)| s);
-                    Some((r, l))
-                });
-                let serve = tonic::transport::Server::builder()
-                    .add_service(AggregatedDiscoveryServiceServer::new(ads))
-                    .serve_with_incoming(incoming);
-                tokio::select! {
-                    r = serve => r.unwrap(),
-                    _ = stop_rx => {}
+                let router = tonic::transport::Server::builder()
+                    .add_service(AggregatedDiscoveryServiceServer::new(ads));
+                match tls {
+                    None => {
+                        let incoming = futures_util::stream::unfold(listener, |l| async move {
+                            let r = l.accept().await.map(|(s, _)| s);
+                            Some((r, l))
+                        });
+                        tokio::select! {
+                            r = router.serve_with_incoming(incoming) => r.unwrap(),
+                            _ = stop_rx => {}
+                        }
+                    }
+                    Some(t) => {
+                        let acceptor = acceptor(&t);
+                        let (tx, rx) = tokio::sync::mpsc::channel::<std::io::Result<TlsConn>>(16);
+                        tokio::spawn(async move {
+                            loop {
+                                let Ok((tcp, _)) = listener.accept().await else {
+                                    break;
+                                };
+                                let (tx, ssl) = (
+                                    tx.clone(),
+                                    openssl::ssl::Ssl::new(acceptor.context()).unwrap(),
+                                );
+                                let refused = refused.clone();
+                                tokio::spawn(async move {
+                                    let mut s =
+                                        Box::pin(tokio_openssl::SslStream::new(ssl, tcp).unwrap());
+                                    if s.as_mut().accept().await.is_ok() {
+                                        let _ = tx.send(Ok(TlsConn(s))).await;
+                                    } else {
+                                        refused.fetch_add(1, Ordering::SeqCst);
+                                    }
+                                });
+                            }
+                        });
+                        let incoming = futures_util::stream::unfold(rx, |mut rx| async move {
+                            rx.recv().await.map(|m| (m, rx))
+                        });
+                        tokio::select! {
+                            r = router.serve_with_incoming(incoming) => r.unwrap(),
+                            _ = stop_rx => {}
+                        }
+                    }
                 }
             });
             // Every connection's task ends with the runtime.
