@@ -168,7 +168,7 @@ impl XdsSettings {
                 return Err(SettingsError(format!("{k}: must be longer than 0")));
             }
         }
-        if s.client_tls_cert.is_empty() != s.client_tls_key.is_empty() {
+        if s.use_tls && s.client_tls_cert.is_empty() != s.client_tls_key.is_empty() {
             return Err(SettingsError(
                 "CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY go together: set both or neither".into(),
             ));
@@ -508,7 +508,37 @@ mod tests {
         );
         assert!(xds(&[("CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "a b:c")]).is_err());
         assert!(xds(&[("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "0")]).is_err());
-        assert!(xds(&[("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c")]).is_err());
+        let half = [
+            ("CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"),
+            ("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", "/c"),
+        ];
+        assert_eq!(
+            xds(&half).unwrap_err().0,
+            "CONFIG_GRPC_XDS_CLIENT_TLS_CERT and CONFIG_GRPC_XDS_CLIENT_TLS_KEY go together: set both or neither"
+        );
+        // Read only when TLS is on, as the reference's.
+        assert!(xds(&half[1..]).is_ok());
+    }
+
+    #[test]
+    fn config_type_is_file_or_xds() {
+        let settings = |v: &str| {
+            let v = v.to_string();
+            crate::settings::Settings::from_lookup(&move |k| {
+                (k == "CONFIG_TYPE").then(|| v.clone())
+            })
+        };
+        assert_eq!(
+            settings("GRPC_XDS_SOTW").unwrap().config_type,
+            "GRPC_XDS_SOTW"
+        );
+        assert_eq!(
+            settings("GRPC_XDS_DELTA").unwrap_err().0,
+            "CONFIG_TYPE: invalid setting 'GRPC_XDS_DELTA' (FILE or GRPC_XDS_SOTW)"
+        );
+        let none = crate::settings::Settings::from_lookup(&|_| None).unwrap();
+        assert_eq!(none.config_type, "FILE");
+        assert_eq!(none.xds, xds(&[]).unwrap());
     }
 
     #[test]
