@@ -521,6 +521,59 @@ mod tests {
     }
 
     #[test]
+    fn deep_or_duplicate_configs_are_refused_with_a_text() {
+        let deep = |levels: usize| {
+            let mut d = pb::RateLimitDescriptor {
+                key: "k".into(),
+                ..Default::default()
+            };
+            for _ in 1..levels {
+                d = pb::RateLimitDescriptor {
+                    key: "k".into(),
+                    descriptors: vec![d],
+                    ..Default::default()
+                };
+            }
+            pb::RateLimitConfig {
+                name: "deep".into(),
+                domain: "d".into(),
+                descriptors: vec![d],
+            }
+        };
+        let resp = |cs: &[pb::RateLimitConfig]| DiscoveryResponse {
+            resources: cs
+                .iter()
+                .map(|c| envoy_types::pb::google::protobuf::Any {
+                    type_url: pb::TYPE_URL.into(),
+                    value: c.encode_to_vec(),
+                })
+                .collect(),
+            ..Default::default()
+        };
+        // Past the decoder's nesting limit: refused before any YAML.
+        assert!(files_of(&resp(&[deep(200)])).is_err());
+        // Within it, the loader refuses or takes it, never panics.
+        let files = files_of(&resp(&[deep(90)])).unwrap();
+        let _ = Config::load(&files, false);
+        let files = files_of(&resp(&[deep(10)])).unwrap();
+        assert!(Config::load(&files, false).is_ok());
+        let two = files_of(&resp(&[deep(1), deep(1)])).unwrap();
+        assert_eq!(
+            Config::load(&two, false).unwrap_err().0,
+            "deep: duplicate domain 'd' in config file"
+        );
+        // Merged, one domain's descriptors may not repeat either.
+        assert_eq!(
+            Config::load(&two, true).unwrap_err().0,
+            "deep: duplicate descriptor composite key 'd.k'"
+        );
+        let mut other = deep(1);
+        other.descriptors[0].key = "k2".into();
+        let two = files_of(&resp(&[deep(1), other])).unwrap();
+        assert!(Config::load(&two, true).unwrap().has_domain("d"));
+    }
+
+    #[test]
     fn config_type_is_file_or_xds() {
         let settings = |v: &str| {
             let v = v.to_string();

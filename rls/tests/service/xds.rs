@@ -694,3 +694,40 @@ async fn the_xds_link_is_mutual_tls() {
     let u = unique("t");
     assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_past_the_message_size_is_not_taken() {
+    not_near_hour_end();
+    let redis = Redis::start();
+    let server = XdsServer::start();
+    let mut big = user_config(2, RateLimitUnit::Hour);
+    for i in 0..100 {
+        big.descriptors.push(PbDescriptor {
+            key: format!("padding-key-number-{i}"),
+            rate_limit: policy(RateLimitUnit::Hour, 9),
+            ..Default::default()
+        });
+    }
+    server.push("big", &[big]);
+    let mut env = xds_env(&server);
+    env.push(("FORCE_START_WITHOUT_INITIAL_CONFIG".into(), "true".into()));
+    env.push(("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES".into(), "2000".into()));
+    let rls = Rls::start(&redis.url(), &[], &refs(&env));
+    wait_until(
+        "the refused response in the log",
+        Duration::from_secs(10),
+        || rls.log_text().contains("message length too large"),
+    );
+    let mut c = rls.client().await;
+    let e = c
+        .should_rate_limit(request("xds", vec![desc(&[("user", "a")])]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.message(), "no rate limit configuration loaded");
+    assert!(!server.seen().iter().any(|s| s.req.version_info == "big"));
+    // A response within the size, on the next stream: taken.
+    server.push("small", &[user_config(2, RateLimitUnit::Hour)]);
+    acked(&server, "small");
+    let u = unique("m");
+    assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
+}
