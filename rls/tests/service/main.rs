@@ -16,4 +16,5 @@ mod no_module;
 mod restart;
 mod sentinel;
 mod xds;
+mod xds_envoy;
 mod xds_server;
