@@ -331,14 +331,19 @@ async fn run(state: Arc<State>, first: tokio::sync::watch::Sender<bool>) {
     }
 }
 
+/// The URI of a gRPC target as the reference's dial takes it: `host:port`,
+/// or with gRPC's `dns:///` or `passthrough:///` scheme.
+fn server_uri(target: &str, tls: bool) -> String {
+    let scheme = if tls { "https" } else { "http" };
+    let host_port = ["dns:///", "passthrough:///"]
+        .iter()
+        .find_map(|p| target.strip_prefix(p))
+        .unwrap_or(target);
+    format!("{scheme}://{host_port}")
+}
+
 async fn connect(x: &XdsSettings) -> Result<Channel, String> {
-    let scheme = if x.use_tls { "https" } else { "http" };
-    let url = if x.server_url.contains("://") {
-        x.server_url.clone()
-    } else {
-        format!("{scheme}://{}", x.server_url)
-    };
-    let endpoint = Endpoint::from_shared(url)
+    let endpoint = Endpoint::from_shared(server_uri(&x.server_url, x.use_tls))
         .map_err(|e| format!("CONFIG_GRPC_XDS_SERVER_URL '{}': {e}", x.server_url))?
         .connect_timeout(Duration::from_secs(10))
         // A server that stops answering is gone: the stream ends.
@@ -571,6 +576,19 @@ mod tests {
         other.descriptors[0].key = "k2".into();
         let two = files_of(&resp(&[deep(1), other])).unwrap();
         assert!(Config::load(&two, true).unwrap().has_domain("d"));
+    }
+
+    #[test]
+    fn server_targets_as_grpc_dials_them() {
+        assert_eq!(
+            server_uri("localhost:18000", false),
+            "http://localhost:18000"
+        );
+        assert_eq!(server_uri("dns:///eg:18001", true), "https://eg:18001");
+        assert_eq!(
+            server_uri("passthrough:///[::1]:1", false),
+            "http://[::1]:1"
+        );
     }
 
     #[test]
