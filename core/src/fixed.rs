@@ -199,8 +199,9 @@ impl FixedWindow {
             limit: self.limit,
             remaining: if self.counting {
                 // Below 0 by the count over the limit: the count is
-                // `limit - remaining`.
-                saturate(i128::from(self.limit) - i128::from(count_after))
+                // `limit - remaining`. (Never above the limit, for a
+                // negative count written by someone else.)
+                saturate(i128::from(self.limit) - i128::from(count_after)).min(self.limit)
             } else {
                 (i128::from(self.limit) - i128::from(count_after)).clamp(0, i128::from(self.limit))
                     as i64
@@ -320,6 +321,14 @@ mod tests {
         let mut st = None;
         assert_eq!(call(&zero, &mut st, T0, 2), [1, 0, -2, -1, 60]);
         assert_eq!(st.map(|c| c.count), Some(2));
+        // A negative count (a DECR of someone else's) is counted up from,
+        // remaining at most the limit, as without COUNTALL.
+        let mut st = Some(Counter {
+            count: -5,
+            expire_at_ms: Some((T0 + 60 * S) / 1_000_000),
+        });
+        assert_eq!(call(&fw, &mut st, T0, 2), [0, 3, 3, -1, 0]);
+        assert_eq!(st.map(|c| c.count), Some(-3));
     }
 
     #[test]

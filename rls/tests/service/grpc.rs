@@ -499,22 +499,8 @@ async fn statsd_over_loopback_and_grpc_health() {
         "{seen}"
     );
 
-    let channel =
-        tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{}", rls.grpc_port))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-    let mut health = tonic_health::pb::health_client::HealthClient::new(channel);
-    let r = health
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: String::new(),
-        })
-        .await
-        .unwrap()
-        .into_inner();
     assert_eq!(
-        r.status,
+        grpc_health(&rls, "").await,
         tonic_health::pb::health_check_response::ServingStatus::Serving as i32
     );
 }

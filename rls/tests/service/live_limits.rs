@@ -195,6 +195,23 @@ descriptors:
       policy: live-user
 "#;
 
+/// The answers to four requests of `user` at the rule's own limit of 3.
+const THE_RULES_THREE: [(i32, u32, Option<u32>); 4] = [
+    (OK, 2, Some(3)),
+    (OK, 1, Some(3)),
+    (OK, 0, Some(3)),
+    (OVER, 0, Some(3)),
+];
+
+/// Four requests of `user`, one after another.
+async fn four(c: &mut Client, user: &str) -> [(i32, u32, Option<u32>); 4] {
+    let mut got = [(0, 0, None); 4];
+    for g in &mut got {
+        *g = one(c, user).await;
+    }
+    got
+}
+
 /// The overall code, remaining and limit of one request of `user`.
 async fn one(c: &mut Client, user: &str) -> (i32, u32, Option<u32>) {
     let r = call(c, request("live", vec![desc(&[("user", user)])])).await;
@@ -211,19 +228,7 @@ async fn a_policy_changes_trials_and_promotes_a_limit_live() {
     let key = format!("live_user_{u}_{}", hour());
 
     // No such policy yet: the rule's own limit, 3.
-    let mut got = Vec::new();
-    for _ in 0..4 {
-        got.push(one(&mut c, &u).await);
-    }
-    assert_eq!(
-        got,
-        vec![
-            (OK, 2, Some(3)),
-            (OK, 1, Some(3)),
-            (OK, 0, Some(3)),
-            (OVER, 0, Some(3))
-        ]
-    );
+    assert_eq!(four(&mut c, &u).await, THE_RULES_THREE);
 
     // Raised live: the next request is decided by the policy, on the same
     // counter (4 so far).
@@ -315,17 +320,5 @@ async fn all_or_nothing_mode_says_the_policies_do_not_apply() {
     );
     let mut c = rls.client().await;
     let u = unique("u");
-    let mut got = Vec::new();
-    for _ in 0..4 {
-        got.push(one(&mut c, &u).await);
-    }
-    assert_eq!(
-        got,
-        vec![
-            (OK, 2, Some(3)),
-            (OK, 1, Some(3)),
-            (OK, 0, Some(3)),
-            (OVER, 0, Some(3))
-        ]
-    );
+    assert_eq!(four(&mut c, &u).await, THE_RULES_THREE);
 }

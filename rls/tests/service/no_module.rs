@@ -35,23 +35,6 @@ fn health(rls: &Rls) -> u16 {
         .0
 }
 
-async fn grpc_health(rls: &Rls, service: &str) -> i32 {
-    let channel =
-        tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{}", rls.grpc_port))
-            .unwrap()
-            .connect()
-            .await
-            .unwrap();
-    tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: service.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .status
-}
-
 fn json(rls: &Rls, body: &str) -> (u16, String) {
     let (code, text) = http_request(
         rls.http_port,

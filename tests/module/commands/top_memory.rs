@@ -4,16 +4,6 @@
 
 use crate::support::*;
 
-fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> u64 {
-    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in INFO {section}:\n{info}"))
-        .trim()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn long_refused_keys_take_bounded_memory_and_evict_nothing() {
     let s = Server::with(Options {
@@ -32,8 +22,8 @@ fn long_refused_keys_take_bounded_memory_and_evict_nothing() {
     for p in ["p1", "p2", "p3"] {
         cmd(c, &format!("CL.POLICY SET {p} FW 0 60")).unwrap();
     }
-    let before = info_field(c, "memory", "used_memory");
-    let worst = info_field(c, "redis-cell_policies", "redis-cell_top_memory_max_bytes");
+    let before = info_value(c, "memory", "used_memory");
+    let worst = info_value(c, "redis-cell_policies", "redis-cell_top_memory_max_bytes");
     // 1024 refusals of distinct 32 KB keys through three policies: four
     // summaries of 1024 keys each, full.
     for batch in 0..8 {
@@ -47,17 +37,17 @@ fn long_refused_keys_take_bounded_memory_and_evict_nothing() {
         }
         p.query::<()>(c).unwrap();
     }
-    let used = info_field(c, "redis-cell_policies", "redis-cell_top_memory_bytes");
+    let used = info_value(c, "redis-cell_policies", "redis-cell_top_memory_bytes");
     assert!(used > 0, "the refusals were tracked");
     assert!(used <= worst, "{used} > {worst}");
     // The documented bound: (1 + policies) x capacity x 761 bytes.
     assert_eq!(worst, 4 * 1024 * 761);
-    let after = info_field(c, "memory", "used_memory");
+    let after = info_value(c, "memory", "used_memory");
     assert!(
         after < before + 8 * 1024 * 1024,
         "used_memory grew from {before} to {after}"
     );
-    assert_eq!(info_field(c, "stats", "evicted_keys"), 0);
+    assert_eq!(info_value(c, "stats", "evicted_keys"), 0);
     assert_eq!(cmd(c, "DBSIZE"), Ok(redis::Value::Int(40_000)));
     // A long key is reported shortened: its head, `...`, a hash.
     let redis::Value::Array(top) = cmd(c, "CL.TOP COUNT 1").unwrap() else {
@@ -68,7 +58,7 @@ fn long_refused_keys_take_bounded_memory_and_evict_nothing() {
     // FLUSHALL forgets the keys, and so the summaries.
     cmd(c, "FLUSHALL").unwrap();
     assert_eq!(
-        info_field(c, "redis-cell_policies", "redis-cell_top_memory_bytes"),
+        info_value(c, "redis-cell_policies", "redis-cell_top_memory_bytes"),
         0
     );
     assert_eq!(cmd(c, "CL.TOP"), Ok(redis::Value::Array(vec![])));

@@ -317,10 +317,15 @@ pub fn five(c: &mut redis::Connection, line: &str) -> [i64; 5] {
 
 /// A counter of `INFO redis-cell` (its name without the section prefix).
 pub fn info_field(c: &mut redis::Connection, field: &str) -> i64 {
-    let info: String = redis::cmd("INFO").arg("redis-cell").query(c).unwrap();
+    info_value(c, "redis-cell", &format!("redis-cell_{field}")) as i64
+}
+
+/// A number of `INFO section`.
+pub fn info_value(c: &mut redis::Connection, section: &str, field: &str) -> u64 {
+    let info: String = redis::cmd("INFO").arg(section).query(c).unwrap();
     info.lines()
-        .find_map(|l| l.strip_prefix(&format!("redis-cell_{field}:")))
-        .unwrap_or_else(|| panic!("{field} missing from {info}"))
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in INFO {section}:\n{info}"))
         .trim()
         .parse()
         .unwrap()

@@ -505,3 +505,22 @@ pub fn not_near_hour_end() {
         std::thread::sleep(Duration::from_secs(left + 1));
     }
 }
+
+/// The gRPC health service's status for `service` (`""`: the server as a
+/// whole).
+pub async fn grpc_health(rls: &Rls, service: &str) -> i32 {
+    let channel =
+        tonic::transport::Channel::from_shared(format!("http://127.0.0.1:{}", rls.grpc_port))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+    tonic_health::pb::health_client::HealthClient::new(channel)
+        .check(tonic_health::pb::HealthCheckRequest {
+            service: service.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .status
+}
