@@ -18,6 +18,7 @@ pub mod plan;
 pub mod service;
 pub mod settings;
 pub mod stats;
+pub mod xds;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -94,25 +95,46 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     // Before any listener: the first health check and call already know
     // whether Redis can run the commands.
     state.check_modules().await;
-    let first = {
-        let state = state.clone();
-        tokio::task::spawn_blocking(move || loader::load(&state)).await?
+    let stopping = Arc::new(AtomicBool::new(false));
+    let health_turn = Arc::new(std::sync::Mutex::new(()));
+    let loaded = if settings.config_type == "GRPC_XDS_SOTW" {
+        let mut first = xds::start(state.clone());
+        if !settings.force_start_without_initial_config {
+            // As the reference: no listener before the first config update
+            // (loaded or refused) unless told to start without one.
+            log::info("Waiting for initial ratelimit config update event");
+            let _ = first.wait_for(|v| *v).await;
+        }
+        state.current_config().is_some()
+    } else {
+        let first = {
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || loader::load(&state)).await?
+        };
+        if first.is_err() && !settings.force_start_without_initial_config {
+            log::warn("starting without a valid configuration: every call fails until one loads");
+        }
+        loader::watch(state.clone())?;
+        first.is_ok()
     };
-    if first.is_err() && !settings.force_start_without_initial_config {
-        log::warn("starting without a valid configuration: every call fails until one loads");
-    }
+    let has_domains = |state: &State| state.current_config().is_some_and(|c| !c.is_empty());
     let healthy = Arc::new(AtomicBool::new(
-        !settings.healthy_with_at_least_one_config_loaded || first.is_ok(),
+        !settings.healthy_with_at_least_one_config_loaded || (loaded && has_domains(&state)),
     ));
-    loader::watch(state.clone())?;
-    {
-        // Healthy from the first good load when asked to wait for one.
-        let (state, healthy) = (state.clone(), healthy.clone());
+    if settings.healthy_with_at_least_one_config_loaded {
+        // As the reference: healthy while the last configuration loaded has
+        // a domain (one without any makes the service unhealthy again).
+        let (state, healthy, stopping) = (state.clone(), healthy.clone(), stopping.clone());
+        let turn = health_turn.clone();
         tokio::spawn(async move {
             loop {
-                if state.current_config().is_some() {
-                    healthy.store(true, Ordering::Relaxed);
-                    break;
+                {
+                    // Never healthy again once stopping.
+                    let _turn = turn.lock().unwrap_or_else(|e| e.into_inner());
+                    if stopping.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    healthy.store(has_domains(&state), Ordering::Relaxed);
                 }
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
@@ -178,7 +200,6 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .set_service_status("", tonic_health::ServingStatus::Serving)
         .await;
     reporter.set_serving::<RateLimitServiceServer<Grpc>>().await;
-    let stopping = Arc::new(AtomicBool::new(false));
     {
         // The module, checked again on a timer (sooner while it is
         // missing) and at once when a call finds a command unknown; the
@@ -231,8 +252,11 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             _ = term.recv() => {},
             _ = tokio::signal::ctrl_c() => {},
         }
-        healthy.store(false, Ordering::Relaxed);
-        stopping.store(true, Ordering::Relaxed);
+        {
+            let _turn = health_turn.lock().unwrap_or_else(|e| e.into_inner());
+            healthy.store(false, Ordering::Relaxed);
+            stopping.store(true, Ordering::Relaxed);
+        }
         reporter
             .set_service_status("", tonic_health::ServingStatus::NotServing)
             .await;

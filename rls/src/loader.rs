@@ -359,7 +359,22 @@ fn give_back_memory() {
 /// Loads the configuration once; counts the result as the reference does.
 /// Blocks the calling thread (never call it on the async runtime).
 pub fn load(state: &State) -> Result<(), ConfigError> {
-    match load_bounded(state, state.settings.runtime_load_timeout) {
+    install(
+        state,
+        load_bounded(state, state.settings.runtime_load_timeout),
+        "runtime",
+    )
+}
+
+/// Makes a loaded configuration the current one, or keeps the last good
+/// one; counts and logs either as the reference does. `source` names where
+/// it came from (`runtime`, `xDS`).
+pub fn install(
+    state: &State,
+    loaded: Result<Config, ConfigError>,
+    source: &str,
+) -> Result<(), ConfigError> {
+    match loaded {
         Ok(c) => {
             let policies = c.policies();
             if !policies.is_empty() && state.mode() == crate::plan::Mode::AllOrNothing {
@@ -376,7 +391,7 @@ pub fn load(state: &State) -> Result<(), ConfigError> {
         Err(e) => {
             state.stats.add("ratelimit.service.config_load_error", 1);
             log::error(&format!(
-                "error loading new configuration from runtime: {e}"
+                "error loading new configuration from {source}: {e}"
             ));
             Err(e)
         }

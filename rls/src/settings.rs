@@ -72,6 +72,9 @@ pub struct Settings {
     /// answer (its body included), so a stream that never sends its body
     /// does not keep its connection busy for good.
     pub grpc_request_timeout: Duration,
+    /// `CONFIG_TYPE`: `FILE` or `GRPC_XDS_SOTW`.
+    pub config_type: String,
+    pub xds: crate::xds::XdsSettings,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -300,7 +303,15 @@ impl Settings {
             grpc_max_connection_age_grace: e
                 .d("GRPC_MAX_CONNECTION_AGE_GRACE", Duration::from_secs(3600))?,
             grpc_request_timeout: e.d("GRPC_REQUEST_TIMEOUT", Duration::from_secs(30))?,
+            config_type: e.s("CONFIG_TYPE", "FILE"),
+            xds: crate::xds::XdsSettings::from_lookup(lookup)?,
         };
+        if !matches!(s.config_type.as_str(), "FILE" | "GRPC_XDS_SOTW") {
+            return Err(SettingsError(format!(
+                "CONFIG_TYPE: invalid setting '{}' (FILE or GRPC_XDS_SOTW)",
+                s.config_type
+            )));
+        }
         for (name, v) in [
             ("RUNTIME_MAX_FILE_BYTES", s.runtime_max_file_bytes),
             ("RUNTIME_MAX_TOTAL_BYTES", s.runtime_max_total_bytes),

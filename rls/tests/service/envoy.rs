@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::support::*;
 
-fn envoy_binary() -> PathBuf {
+pub(crate) fn envoy_binary() -> PathBuf {
     let p = std::env::var("ENVOY_BIN")
         .map(PathBuf::from)
         .unwrap_or_else(|_| repo_root().join("target/deps/servers/envoy-1.40.0/envoy"));
@@ -25,7 +25,7 @@ fn envoy_binary() -> PathBuf {
 }
 
 /// A tiny upstream app: 200 "hello" to anything.
-fn upstream() -> u16 {
+pub(crate) fn upstream() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port();
     std::thread::spawn(move || {

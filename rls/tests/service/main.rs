@@ -15,3 +15,6 @@ mod live_limits;
 mod no_module;
 mod restart;
 mod sentinel;
+mod xds;
+mod xds_envoy;
+mod xds_server;
