@@ -7,6 +7,12 @@
 # redis-cell. The counters are dumped after each workload, so every row is
 # that workload alone, on keys of its own.
 #
+# The server runs on the test kit's clock, stepped by 80 ms every 800
+# calls (a workload spans 2 s of its time): the decisions, and so the
+# counts, do not depend on how fast valgrind runs on a loaded machine (on
+# the real clock a slow run let keys of the GCRA workloads, whose TTL is
+# 2 s a call, expire between their calls).
+#
 # Two kinds of workload:
 # - the write path: every call allowed, on keys that live through the run
 #   (no key reaches its limit: a key gets about 20 calls), so every call
@@ -20,10 +26,17 @@
 # replicated with the time, FLOOR.TYPE key <ms>). The floor's workload is
 # the command's size: the same calls over the same number of keys.
 #
-# Columns: the whole server per call (reading and parsing the request, the
-# command, propagation, the reply: what throughput follows), inside the
-# command's own function, the floor's whole-server count, and floor /
-# command (1 is the floor; the goal of each command is written beside it).
+# Columns: the server's handling of a call (callgrind's inclusive count of
+# processInputBuffer: reading and parsing the request, the command,
+# propagation, the reply), inside the command's own function, the floor's
+# count in the first column's terms, and floor / command (1 is the floor;
+# the goal of each command beside it). The server's timers (serverCron) and
+# event loop are left out: their share per call grows with the wall time a
+# call takes under valgrind, so with the machine's load; so are the two
+# CONFIG GETs each redis-benchmark run sends first, and the clock reads
+# (answered by the test kit's clock, testkit/faketime.c, whose reading of
+# its file is no part of a command's cost), for the floor and the command
+# alike.
 # Usage: bench/profile.sh [redis-server]   (needs valgrind, redis-benchmark)
 # PROFILE_MODULE=/path/to/libredis_cell.so profiles another build (say, of
 # an earlier commit) against the same floor; KEEP_PROFILE=dir keeps the
@@ -41,10 +54,15 @@ out=$(mktemp -d)
 calls=20000
 module=${PROFILE_MODULE:-$PWD/target/release/libredis_cell.so}
 kit_open
+now=1800000000000000000
 kit server --server "$server" --module "$module" --module "$PWD/target/release/libcell_floor.so" \
-  --wrap valgrind --wrap --tool=callgrind --wrap --dump-instr=no --wrap "--callgrind-out-file=$out/cg.out"
-id=$(field id) port=$(field port) pid=$(field pid)
+  --clock "$now" --wrap valgrind --wrap --tool=callgrind --wrap --dump-instr=no --wrap "--callgrind-out-file=$out/cg.out"
+id=$(field id) port=$(field port) pid=$(field pid) clock=$(text clock) log=$(text log)
 fixed=$(redis-cli -p "$port" script load "$(cat bench/lua/fixed_window.lua)")
+# Keys made beforehand, with an expiry, so that neither the keyspace nor its
+# table of expiries grows (and rehashes, at a point that depends on the
+# random keys) while a workload is counted.
+redis-cli -p "$port" EVAL "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'pre:' .. i, 'x', 'PX', 3600000000) end" 0 70000 >/dev/null
 rows=()
 # run NAME FUNCTION FLOOR GOAL COMMAND...: FUNCTION is the command's entry
 # point as callgrind names it (its inclusive count is the second column),
@@ -53,7 +71,16 @@ rows=()
 run() {
   local name=$1 fn=$2 floor=$3 goal=$4
   shift 4
-  redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n "$calls" -r 1000 -q "$@" >/dev/null
+  local chunk
+  for chunk in $(seq 25); do
+    now=$((now + 80000000))
+    set_clock "$clock" "$now"
+    redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n $((calls / 25)) -r 1000 -q "$@" >/dev/null || {
+      echo "$0: redis-benchmark failed on $name; the server's log:" >&2
+      tail -40 "$log" >&2
+      exit 1
+    }
+  done
   callgrind_control -d "$name" "$pid" >/dev/null 2>&1
   rows+=("$name|$fn|$floor|$goal")
 }
@@ -106,15 +133,21 @@ run "Lua INCR+EXPIRE fixed window" evalShaCommand - - EVALSHA "$fixed" 1 lf:__ra
 kit stop "$id"
 kit_close
 declare -A whole=()
-printf '%-36s %12s %12s %12s %8s %6s\n' workload "whole server" "in command" floor ratio goal
+printf '%-36s %12s %12s %12s %8s %6s\n' workload "server" "in command" floor ratio goal
 for row in "${rows[@]}"; do
   IFS='|' read -r name fn floor goal <<<"$row"
   file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | sed -n 1p) || true
   [ -n "$file" ] || { echo "callgrind wrote no dump for $name" >&2; exit 1; }
   [ "$name" = warm-up ] && continue
-  total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
-  inside=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
-    awk -v fn="$fn" '{ f = $0; gsub(",", "", $1) } !found && index(f, fn " [") { print $1; found = 1 }')
+  counts=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
+    awk -v fn="$fn" '{ f = $0; gsub(",", "", $1) }
+      !a && index(f, ":processInputBuffer [") { a = $1 }
+      !c && index(f, ":configGetCommand [") { c = $1 }
+      f ~ /:(clock_gettime|gettimeofday|time) \[.*libcell_faketime/ { t += $1 }
+      !b && index(f, fn " [") { b = $1 }
+      END { print a - c - t, b + 0 }')
+  read -r total inside <<<"$counts"
+  [ "$total" -gt 0 ] || { echo "no processInputBuffer in the dump of $name (a server without symbols?)" >&2; exit 1; }
   whole[$name]=$((total / calls))
   floor_count="" ratio=""
   if [ "$floor" != - ]; then
