@@ -20,6 +20,8 @@
 #
 # Usage: bench/guard.sh [--record] [redis-server]
 #   --record   writes the counts measured into bench/instructions.txt
+# GUARD_MODULE=/path/to/libredis_cell.so counts another build (say, of an
+# earlier commit) against the same record.
 # Needs valgrind, redis-benchmark, target/release/libredis_cell.so (cargo
 # build --release -p redis-cell) and the test kit (cargo build -p testkit,
 # or $TESTKIT). The numbers hold for the server they were recorded on
@@ -37,7 +39,7 @@ limit_percent=3
 for tool in valgrind callgrind_annotate callgrind_control redis-benchmark; do
   command -v "$tool" >/dev/null || { echo "bench/guard.sh: $tool is missing (scripts/deps installs valgrind)" >&2; exit 1; }
 done
-module=$PWD/target/release/libredis_cell.so
+module=${GUARD_MODULE:-$PWD/target/release/libredis_cell.so}
 [ -f "$module" ] || { echo "bench/guard.sh: $module is missing: cargo build --release -p redis-cell" >&2; exit 1; }
 version=$("$server" --version | sed -n 's/.* v=\([^ ]*\) .*/\1/p')
 [ -n "$version" ] || { echo "bench/guard.sh: cannot read the version of $server" >&2; exit 1; }
@@ -102,7 +104,8 @@ done
 
 if $record; then
   {
-    echo "# Instructions per call (callgrind, processInputBuffer inclusive), written by"
+    echo "# Instructions per call (callgrind: processInputBuffer inclusive, less the"
+    echo "# clock reads and redis-benchmark's CONFIG GETs), written by"
     echo "# bench/guard.sh --record; bench/guard.sh fails when a count rises more than"
     echo "# $limit_percent% over these."
     echo "server $version"
