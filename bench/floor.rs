@@ -12,8 +12,9 @@
 //! `FLOOR.TYPE key` does what `SW.ALLOW` cannot avoid beyond that: the key
 //! holds a value of a module type (created when absent, changed in place
 //! otherwise), gets an absolute expiry, and the change is replicated as a
-//! module command with one argument (`FLOOR.TYPE key`); it replies five
-//! integers, and ignores words after the key too.
+//! module command with the time, as a log's effect must carry it so that
+//! replicas decide as the master did (`FLOOR.TYPE key <ms>`); it replies
+//! five integers, and ignores words after the key too.
 //!
 //! The API functions are resolved once at load, which fails if one is
 //! missing, so the commands never meet a missing one.
@@ -259,7 +260,18 @@ unsafe fn type_body(
             return;
         }
         (api.set_abs_expire)(key, now / 1_000_000 + 60_000);
-        (api.replicate)(ctx, c"FLOOR.TYPE".as_ptr(), c"s".as_ptr(), name);
+        // The effect carries the time, as a log's must for replicas to
+        // decide as this server did.
+        let mut ms = [0u8; 13];
+        put_digits(now / 1_000_000, &mut ms);
+        (api.replicate)(
+            ctx,
+            c"FLOOR.TYPE".as_ptr(),
+            c"sb".as_ptr(),
+            name,
+            ms.as_ptr() as *const c_char,
+            ms.len(),
+        );
         (api.close_key)(key);
         reply_integers(api, ctx, 5);
     }

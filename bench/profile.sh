@@ -3,17 +3,50 @@
 # timings on a shared machine): each workload sends 20,000 calls over 1,000
 # keys (redis-benchmark -c 1 -P 16, pipelined as bench/run.py sends them) to
 # one redis-server run under valgrind (started by the test kit,
-# bench/testkit.sh) with the floor module loaded beside redis-cell. The
-# counters are dumped after each workload, so every row is that workload
-# alone. Two columns: the whole server per call (reading and parsing the
-# request, the command, propagation, the reply: what throughput follows),
-# and inside the command's own function.
+# bench/testkit.sh) with the floor module (bench/floor.rs) loaded beside
+# redis-cell. The counters are dumped after each workload, so every row is
+# that workload alone, on keys of its own.
+#
+# The server runs on the test kit's clock, stepped by 80 ms every 800
+# calls (a workload spans 2 s of its time): the decisions, and so the
+# counts, do not depend on how fast valgrind runs on a loaded machine (on
+# the real clock a slow run let keys of the GCRA workloads, whose TTL is
+# 2 s a call, expire between their calls).
+#
+# Two kinds of workload:
+# - the write path: every call allowed, on keys that live through the run
+#   (no key reaches its limit: a key gets about 20 calls), so every call
+#   writes and replicates, as the floors do;
+# - refusal-heavy ones, where most calls are refused and write nothing.
+# Each command is compared with the floor that does the least any command
+# of its kind must do, sent with as many words as the command (the server's
+# reading of the words is outside any module): FLOOR.ONE (a string
+# rewritten in place, SET ... PXAT replicated), FLOOR.TWO (the same on two
+# keys) and FLOOR.TYPE (a module-type value changed in place, its effect
+# replicated with the time, FLOOR.TYPE key <ms>). The floor's workload is
+# the command's size: the same calls over the same number of keys.
+#
+# Columns: the server's handling of a call (callgrind's inclusive count of
+# processInputBuffer: reading and parsing the request, the command,
+# propagation, the reply), inside the command's own function, the floor's
+# count in the first column's terms, and floor / command (1 is the floor;
+# the goal of each command beside it). The server's timers (serverCron) and
+# event loop are left out: their share per call grows with the wall time a
+# call takes under valgrind, so with the machine's load; so are the two
+# CONFIG GETs each redis-benchmark run sends first, and the clock reads
+# (answered by the test kit's clock, testkit/faketime.c, whose reading of
+# its file is no part of a command's cost), for the floor and the command
+# alike.
 # Usage: bench/profile.sh [redis-server]   (needs valgrind, redis-benchmark)
 # PROFILE_MODULE=/path/to/libredis_cell.so profiles another build (say, of
-# an earlier commit) against the same floor.
+# an earlier commit) against the same floor; KEEP_PROFILE=dir keeps the
+# dumps (callgrind_annotate --inclusive=yes dir/cg.out.N).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 server=${1:-redis-server}
+for tool in valgrind callgrind_control callgrind_annotate redis-benchmark redis-cli; do
+  command -v "$tool" >/dev/null || { echo "bench/profile.sh: $tool is missing" >&2; exit 1; }
+done
 . bench/testkit.sh
 cargo build --release -q -p redis-cell -p cell-bench
 cargo build -q -p testkit
@@ -21,53 +54,109 @@ out=$(mktemp -d)
 calls=20000
 module=${PROFILE_MODULE:-$PWD/target/release/libredis_cell.so}
 kit_open
+now=1800000000000000000
 kit server --server "$server" --module "$module" --module "$PWD/target/release/libcell_floor.so" \
-  --wrap valgrind --wrap --tool=callgrind --wrap --dump-instr=no --wrap "--callgrind-out-file=$out/cg.out"
-id=$(field id) port=$(field port) pid=$(field pid)
+  --clock "$now" --wrap valgrind --wrap --tool=callgrind --wrap --dump-instr=no --wrap "--callgrind-out-file=$out/cg.out"
+id=$(field id) port=$(field port) pid=$(field pid) clock=$(text clock) log=$(text log)
 fixed=$(redis-cli -p "$port" script load "$(cat bench/lua/fixed_window.lua)")
+# Keys made beforehand, with an expiry, so that neither the keyspace nor its
+# table of expiries grows (and rehashes, at a point that depends on the
+# random keys) while a workload is counted.
+redis-cli -p "$port" EVAL "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'pre:' .. i, 'x', 'PX', 3600000000) end" 0 70000 >/dev/null
 rows=()
-# run NAME FUNCTION COMMAND...: FUNCTION is the command's entry point as
-# callgrind names it (its inclusive count is the second column).
+# run NAME FUNCTION FLOOR GOAL COMMAND...: FUNCTION is the command's entry
+# point as callgrind names it (its inclusive count is the second column),
+# FLOOR the name of the floor's row it is compared with ("-" for none) and
+# GOAL the ratio it should reach ("-" for none).
 run() {
-  local name=$1 fn=$2
-  shift 2
-  redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n "$calls" -r 1000 -q "$@" >/dev/null
+  local name=$1 fn=$2 floor=$3 goal=$4
+  shift 4
+  local chunk
+  for chunk in $(seq 25); do
+    now=$((now + 80000000))
+    set_clock "$clock" "$now"
+    redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n $((calls / 25)) -r 1000 -q "$@" >/dev/null || {
+      echo "$0: redis-benchmark failed on $name; the server's log:" >&2
+      tail -40 "$log" >&2
+      exit 1
+    }
+  done
   callgrind_control -d "$name" "$pid" >/dev/null 2>&1
-  rows+=("$name|$fn")
+  rows+=("$name|$fn|$floor|$goal")
 }
-run warm-up - FLOOR.ONE f:__rand_int__
+run warm-up - - - FLOOR.ONE w:__rand_int__
 callgrind_control -z "$pid" >/dev/null 2>&1
-run INCR incrCommand INCR n:__rand_int__
-run FLOOR.ONE cell_floor::one FLOOR.ONE f:__rand_int__
-run FLOOR.TWO cell_floor::two FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b'
-run FLOOR.TYPE cell_floor::typed FLOOR.TYPE ft:__rand_int__
-# The floors with as many arguments as the commands below (ignored words).
-run "FLOOR.ONE, 6 arguments" cell_floor::one FLOOR.ONE f:__rand_int__ 15 30 60 1
-run "FLOOR.TWO, 13 arguments" cell_floor::two \
-  FLOOR.TWO '{f:__rand_int__}:a' '{f:__rand_int__}:b' GCRA 15 30 60 FW 100 60 ALIGN
-run "FLOOR.TYPE, 4 arguments" cell_floor::typed FLOOR.TYPE ft:__rand_int__ 100 60
-run CL.THROTTLE throttle::CL_THROTTLE::entry CL.THROTTLE cl:__rand_int__ 15 30 60 1
-run CL.PEEK throttle::CL_PEEK::entry CL.PEEK cl:__rand_int__ 15 30 60
-run CL.RESERVE reserve::CL_RESERVE::entry CL.RESERVE cr:__rand_int__ 15 30 60 MAXWAIT 1
-run "CL.THROTTLEALL GCRA + FW" throttle_all::CL_THROTTLEALL::entry \
-  CL.THROTTLEALL 2 '{t:__rand_int__}:a' '{t:__rand_int__}:b' GCRA 15 30 60 FW 100 60 ALIGN
-run SW.ALLOW sliding::SW_ALLOW::entry SW.ALLOW sw:__rand_int__ 100 60
-run "SW.ALLOW APPROX" sliding::SW_ALLOW::entry SW.ALLOW sa:__rand_int__ 100 60 APPROX
-run FW.INCR fixed::FW_INCR::entry FW.INCR fw:__rand_int__ 100 60
-run "Lua INCR+EXPIRE fixed window" evalShaCommand EVALSHA "$fixed" 1 lf:__rand_int__ 100 60 1
+run INCR incrCommand - - INCR n:__rand_int__
+# The floors, with as many words as the commands below.
+floor1=cell_floor::one floor2=cell_floor::two floort=cell_floor::typed
+run "FLOOR.ONE, 4 words" $floor1 - - FLOOR.ONE f4:__rand_int__ 100 60
+run "FLOOR.ONE, 6 words" $floor1 - - FLOOR.ONE f6:__rand_int__ 1000 1 2 1
+run "FLOOR.ONE, 8 words" $floor1 - - FLOOR.ONE f8:__rand_int__ 1000 1 2 1 MAXWAIT 1
+run "FLOOR.TWO, 12 words" $floor2 - - \
+  FLOOR.TWO '{f:__rand_int__}a' '{f:__rand_int__}b' GCRA 1000 1 2 FW 100000 86400 ALIGN
+run "FLOOR.TYPE, 4 words" $floort - - FLOOR.TYPE t4:__rand_int__ 100 60
+run "FLOOR.TYPE, 5 words" $floort - - FLOOR.TYPE t5:__rand_int__ 100 60 APPROX
+# The write path: every call allowed.
+run "CL.THROTTLE k 1000 1 2 1" throttle::CL_THROTTLE::entry "FLOOR.ONE, 6 words" 0.97 \
+  CL.THROTTLE cl:__rand_int__ 1000 1 2 1
+run "CL.RESERVE k 1000 1 2 1 MAXWAIT 1" reserve::CL_RESERVE::entry "FLOOR.ONE, 8 words" 0.95 \
+  CL.RESERVE cr:__rand_int__ 1000 1 2 1 MAXWAIT 1
+run "CL.THROTTLEALL GCRA + FW" throttle_all::CL_THROTTLEALL::entry "FLOOR.TWO, 12 words" 0.95 \
+  CL.THROTTLEALL 2 '{t:__rand_int__}a' '{t:__rand_int__}b' GCRA 1000 1 2 FW 100000 86400 ALIGN
+run "FW.INCR k 100 60" fixed::FW_INCR::entry "FLOOR.ONE, 4 words" 0.97 \
+  FW.INCR fw:__rand_int__ 100 60
+run "FW.INCR k 100 day TZ +05:30" fixed::FW_INCR::entry "FLOOR.ONE, 6 words" 0.97 \
+  FW.INCR fd:__rand_int__ 100 day TZ +05:30
+run "SW.ALLOW k 100 60" sliding::SW_ALLOW::entry "FLOOR.TYPE, 4 words" 0.95 \
+  SW.ALLOW sw:__rand_int__ 100 60
+run "SW.ALLOW k 100 60 APPROX" sliding::SW_ALLOW::entry "FLOOR.TYPE, 5 words" 0.95 \
+  SW.ALLOW sa:__rand_int__ 100 60 APPROX
+# Refusal-heavy: most calls refused (a key gets about 20 calls).
+run "CL.THROTTLE k 15 30 60 1" throttle::CL_THROTTLE::entry "FLOOR.ONE, 6 words" - \
+  CL.THROTTLE rc:__rand_int__ 15 30 60 1
+run "CL.THROTTLE k 1 1 60 1, refused" throttle::CL_THROTTLE::entry "FLOOR.ONE, 6 words" - \
+  CL.THROTTLE rr:__rand_int__ 1 1 60 1
+run "CL.PEEK k 15 30 60" throttle::CL_PEEK::entry "FLOOR.ONE, 6 words" - \
+  CL.PEEK rc:__rand_int__ 15 30 60
+run "CL.RESERVE k 15 30 60 MAXWAIT 1" reserve::CL_RESERVE::entry "FLOOR.ONE, 8 words" - \
+  CL.RESERVE re:__rand_int__ 15 30 60 MAXWAIT 1
+run "CL.THROTTLEALL GCRA 15 + FW 100" throttle_all::CL_THROTTLEALL::entry "FLOOR.TWO, 12 words" - \
+  CL.THROTTLEALL 2 '{r:__rand_int__}a' '{r:__rand_int__}b' GCRA 15 30 60 FW 100 60 ALIGN
+run "FW.INCR k 2 60, refused" fixed::FW_INCR::entry "FLOOR.ONE, 4 words" - \
+  FW.INCR fr:__rand_int__ 2 60
+run "SW.ALLOW k 2 60, refused" sliding::SW_ALLOW::entry "FLOOR.TYPE, 4 words" - \
+  SW.ALLOW sr:__rand_int__ 2 60
+run "SW.ALLOW k 2 60 APPROX, refused" sliding::SW_ALLOW::entry "FLOOR.TYPE, 5 words" - \
+  SW.ALLOW sq:__rand_int__ 2 60 APPROX
+run "Lua INCR+EXPIRE fixed window" evalShaCommand - - EVALSHA "$fixed" 1 lf:__rand_int__ 100 60 1
 # Every row is in its own dump: the server is killed without a last one.
 kit stop "$id"
 kit_close
-printf '%-30s %14s %14s\n' workload "whole server" "in the command"
+declare -A whole=()
+printf '%-36s %12s %12s %12s %8s %6s\n' workload "server" "in command" floor ratio goal
 for row in "${rows[@]}"; do
-  name=${row%%|*} fn=${row#*|}
+  IFS='|' read -r name fn floor goal <<<"$row"
   file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | sed -n 1p) || true
   [ -n "$file" ] || { echo "callgrind wrote no dump for $name" >&2; exit 1; }
   [ "$name" = warm-up ] && continue
-  total=$(awk '/^(summary|totals):/ { print $2; exit }' "$file")
-  inside=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
-    awk -v fn="$fn" '{ f = $0; gsub(",", "", $1) } !found && index(f, fn " [") { print $1; found = 1 }')
-  printf '%-30s %14d %14d\n' "$name" $((total / calls)) $((${inside:-0} / calls))
+  counts=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
+    awk -v fn="$fn" '{ f = $0; gsub(",", "", $1) }
+      !a && index(f, ":processInputBuffer [") { a = $1 }
+      !c && index(f, ":configGetCommand [") { c = $1 }
+      f ~ /:(clock_gettime|gettimeofday|time) \[.*libcell_faketime/ { t += $1 }
+      !b && index(f, fn " [") { b = $1 }
+      END { print a - c - t, b + 0 }')
+  read -r total inside <<<"$counts"
+  [ "$total" -gt 0 ] || { echo "no processInputBuffer in the dump of $name (a server without symbols?)" >&2; exit 1; }
+  whole[$name]=$((total / calls))
+  floor_count="" ratio=""
+  if [ "$floor" != - ]; then
+    floor_count=${whole[$floor]}
+    ratio=$(awk -v f="$floor_count" -v c="${whole[$name]}" 'BEGIN { printf "%.3f", f / c }')
+  fi
+  [ "$goal" = - ] && goal=""
+  printf '%-36s %12d %12d %12s %8s %6s\n' "$name" "${whole[$name]}" $((${inside:-0} / calls)) \
+    "$floor_count" "$ratio" "$goal"
 done
 if [ -n "${KEEP_PROFILE:-}" ]; then cp "$out"/cg.out.* "$KEEP_PROFILE"/; fi
 rm -rf "$out"

@@ -39,3 +39,12 @@ kit_close() {
   exec {input}>&-
   wait "$pid"
 }
+
+# text NAME: a string in the last answer (dir, log, clock).
+text() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$answer"; }
+
+# set_clock FILE NANOS: the instant a server started with --clock sees
+# (testkit/faketime.c's format, written in place: the file is never empty).
+set_clock() {
+  printf '%020d %020d\n' "$2" "$2" 1<>"$1"
+}

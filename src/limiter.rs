@@ -5,7 +5,7 @@
 //! command does.
 
 use crate::error::{self, CmdError};
-use crate::store::{Arg, Key};
+use crate::store::Key;
 use crate::types::WINDOW_TYPE;
 use crate::zones;
 use cell_core::calendar::{self, Unit};
@@ -472,21 +472,7 @@ fn replicate_window_effect(
     quantity: i64,
     approx: bool,
 ) {
-    let mut args = [
-        Arg::Int(window),
-        Arg::Int(at),
-        Arg::Int(quantity),
-        Arg::Word(c""),
-    ];
-    let mut n = 2;
-    if quantity != 1 {
-        n += 1;
-    }
-    if approx {
-        args[n] = Arg::Word(c"APPROX");
-        n += 1;
-    }
-    key.replicate(command, &args[..n]);
+    key.replicate_window(command, window, at, quantity, approx);
 }
 
 /// The families' names, by [`family`], as errors name them.

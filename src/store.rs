@@ -10,21 +10,104 @@
 use crate::error::{self, CmdError};
 use redis_module::native_types::RedisType;
 use redis_module::{raw, Context};
+use std::cell::Cell;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, Ordering};
 
 /// `PXAT`, created once and shared by every replicated `SET`, so that
 /// replicating a write allocates one argument object fewer.
 static PXAT: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
 
+/// `APPROX`, shared by every replicated `SW.RECORD ... APPROX` in the same
+/// way.
+static APPROX: AtomicPtr<raw::RedisModuleString> = AtomicPtr::new(std::ptr::null_mut());
+
+/// A number replicated as an argument again and again (a window, the end
+/// of an aligned window that every key shares), kept as one string owned
+/// by the module: calls that replicate the same number share one argument
+/// object instead of making one each. The string is made when a number
+/// comes again within three sightings, so numbers that never repeat (a
+/// TAT's expiry) cost nothing more than before, and do not displace one
+/// that does (`CL.THROTTLEALL` with a GCRA and an aligned fixed window
+/// alternates the two). Commands run on the main thread, one at a time:
+/// relaxed atomics make the statics shareable.
+struct SharedNumber {
+    string: AtomicPtr<raw::RedisModuleString>,
+    /// The number `string` holds.
+    value: AtomicI64,
+    /// The two numbers seen last, the latest first.
+    seen: [AtomicI64; 2],
+}
+
+impl SharedNumber {
+    const fn new() -> Self {
+        Self {
+            string: AtomicPtr::new(std::ptr::null_mut()),
+            value: AtomicI64::new(0),
+            seen: [AtomicI64::new(i64::MIN), AtomicI64::new(i64::MIN)],
+        }
+    }
+
+    /// The shared string of `n`, if it is the one kept or one of the two
+    /// seen last (and the server made its string). Replicated arguments
+    /// take their own reference, so the string it replaces is released
+    /// here without touching what was replicated with it.
+    fn get(&self, n: i64) -> Option<*mut raw::RedisModuleString> {
+        let current = self.string.load(Ordering::Relaxed);
+        if !current.is_null() && self.value.load(Ordering::Relaxed) == n {
+            return Some(current);
+        }
+        let latest = self.seen[0].swap(n, Ordering::Relaxed);
+        if latest != n {
+            let before = self.seen[1].swap(latest, Ordering::Relaxed);
+            if before != n {
+                return None;
+            }
+        }
+        let (create, free) = (
+            api!(RedisModule_CreateString)?,
+            api!(RedisModule_FreeString)?,
+        );
+        let mut digits = [0u8; 20];
+        let text = format_i64(n, &mut digits);
+        // SAFETY: a NULL context makes a string owned by the module; `text`
+        // is `len` readable bytes, copied.
+        let made = unsafe {
+            create(
+                std::ptr::null_mut(),
+                text.as_ptr().cast::<c_char>(),
+                text.len(),
+            )
+        };
+        if made.is_null() {
+            return None;
+        }
+        if !current.is_null() {
+            // SAFETY: made here with a NULL context, released once: this
+            // holds it no more.
+            unsafe { free(std::ptr::null_mut(), current) };
+        }
+        self.string.store(made, Ordering::Relaxed);
+        self.value.store(n, Ordering::Relaxed);
+        Some(made)
+    }
+}
+
+/// The window of replicated window effects (`SW.RECORD`).
+static WINDOW: SharedNumber = SharedNumber::new();
+/// The expiry of replicated `SET`s.
+static EXPIRY: SharedNumber = SharedNumber::new();
+
 /// Creates the shared strings; called once at load.
 pub fn init() {
     if let Some(create) = api!(RedisModule_CreateString) {
-        // SAFETY: a NULL context creates a string owned by the module that
-        // lives until freed, which it never is.
-        let s = unsafe { create(std::ptr::null_mut(), c"PXAT".as_ptr(), 4) };
-        PXAT.store(s, Ordering::Relaxed);
+        for (shared, word) in [(&PXAT, c"PXAT"), (&APPROX, c"APPROX")] {
+            // SAFETY: a NULL context creates a string owned by the module
+            // that lives until freed, which it never is.
+            let s = unsafe { create(std::ptr::null_mut(), word.as_ptr(), word.count_bytes()) };
+            shared.store(s, Ordering::Relaxed);
+        }
     }
 }
 
@@ -66,6 +149,11 @@ pub struct Key {
     /// The name was created for this key (a derived key, not an argument)
     /// and is freed with it.
     owned: bool,
+    /// What the key holds, once asked: a command that decides, then writes,
+    /// asks twice. Every write through this key forgets it, and no other
+    /// handle writes the key while this one is open (a command opens each
+    /// key once: `CL.THROTTLEALL` refuses a key named twice).
+    holds: Cell<Option<Holds>>,
 }
 
 impl Key {
@@ -83,6 +171,7 @@ impl Key {
             access,
             written: false,
             owned: false,
+            holds: Cell::new(None),
         }
     }
 
@@ -103,6 +192,15 @@ impl Key {
 
     /// What the key holds.
     pub fn holds(&self) -> Holds {
+        if let Some(holds) = self.holds.get() {
+            return holds;
+        }
+        let holds = self.ask_holds();
+        self.holds.set(Some(holds));
+        holds
+    }
+
+    fn ask_holds(&self) -> Holds {
         if self.inner.is_null() {
             return Holds::Nothing;
         }
@@ -215,8 +313,27 @@ impl Key {
         }
         let pxat = PXAT.load(Ordering::Relaxed);
         match api!(RedisModule_Replicate) {
-            // The shared PXAT string saves the server an allocation.
+            // The shared PXAT string (and expiry, when the number repeats)
+            // saves the server an allocation each.
             Some(replicate) if !pxat.is_null() => {
+                if let Some(ms) = EXPIRY.get(expire_at_ms) {
+                    // SAFETY: the format matches the arguments: a module
+                    // string, a buffer with its length, two module
+                    // strings; Redis takes its own references or copies.
+                    unsafe {
+                        replicate(
+                            self.ctx,
+                            c"SET".as_ptr(),
+                            c"sbss".as_ptr(),
+                            self.name,
+                            text.as_ptr().cast::<c_char>(),
+                            text.len(),
+                            pxat,
+                            ms,
+                        );
+                    }
+                    return Ok(());
+                }
                 let mut ms = [0u8; 20];
                 let ms = format_i64(expire_at_ms, &mut ms);
                 // SAFETY: the format matches the arguments: a module
@@ -249,6 +366,7 @@ impl Key {
     /// otherwise; an absent key is created.
     fn overwrite_string(&mut self, text: &[u8]) -> Result<(), CmdError> {
         self.written = true;
+        self.holds.set(None);
         let mut len: libc::size_t = 0;
         let mut ptr = raw::string_dma(self.inner, &mut len, raw::KeyMode::WRITE);
         if ptr.is_null() || len != text.len() {
@@ -339,6 +457,7 @@ impl Key {
     pub fn set_value<T>(&mut self, ty: &RedisType, value: T) -> Result<&mut T, CmdError> {
         let set_value = api!(RedisModule_ModuleTypeSetValue).ok_or(error::INTERNAL)?;
         self.written = true;
+        self.holds.set(None);
         let ptr = Box::into_raw(Box::new(value)).cast::<c_void>();
         // SAFETY: the key is open for writing; on success Redis owns `ptr`
         // and frees it through the type's `free` callback.
@@ -399,6 +518,7 @@ impl Key {
         }
         let delete = api!(RedisModule_DeleteKey).ok_or(error::INTERNAL)?;
         self.written = true;
+        self.holds.set(None);
         // SAFETY: the key is open for writing.
         if unsafe { delete(self.inner) } != raw::Status::Ok as c_int {
             return Err(error::INTERNAL);
@@ -454,6 +574,62 @@ impl Key {
                 c.len(),
                 d.as_ptr().cast::<c_char>(),
                 d.len(),
+            );
+        }
+    }
+
+    /// Replicates a window effect, `command key window_ns at_ns [APPROX]`
+    /// (quantity 1), with the window and `APPROX` as shared strings; any
+    /// other form through [`Key::replicate`].
+    pub fn replicate_window(
+        &self,
+        command: &CStr,
+        window: i64,
+        at: i64,
+        quantity: i64,
+        approx: bool,
+    ) {
+        let approx_word = APPROX.load(Ordering::Relaxed);
+        let shared = match (api!(RedisModule_Replicate), WINDOW.get(window)) {
+            (Some(replicate), Some(window)) if quantity == 1 && !approx_word.is_null() => {
+                Some((replicate, window))
+            }
+            _ => None,
+        };
+        let Some((replicate, window_word)) = shared else {
+            let mut args = [
+                Arg::Int(window),
+                Arg::Int(at),
+                Arg::Int(quantity),
+                Arg::Word(c""),
+            ];
+            let mut n = 2;
+            if quantity != 1 {
+                n += 1;
+            }
+            if approx {
+                args[n] = Arg::Word(c"APPROX");
+                n += 1;
+            }
+            return self.replicate(command, &args[..n]);
+        };
+        let mut digits = [0u8; 20];
+        let at = format_i64(at, &mut digits);
+        let format = if approx { c"ssbs" } else { c"ssb" };
+        // SAFETY: the format names the key, the shared window, `at` as a
+        // pointer and length and (with APPROX) the shared word; Redis takes
+        // its own references to the strings and copies the buffer, and
+        // ignores the last argument when the format does not name it.
+        unsafe {
+            replicate(
+                self.ctx,
+                command.as_ptr(),
+                format.as_ptr(),
+                self.name,
+                window_word,
+                at.as_ptr().cast::<c_char>(),
+                at.len(),
+                approx_word,
             );
         }
     }
