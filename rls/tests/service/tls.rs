@@ -191,8 +191,11 @@ async fn try_call(c: Result<Client, String>, user: &str) -> Result<Vec<i32>, Str
 }
 
 /// A Redis server with the module that takes TLS only with a client
-/// certificate the test CA issued.
-fn redis_requiring_client_certificates(certs: &Path) -> testkit::Server {
+/// certificate the test CA issued; `None` when the server was built without
+/// TLS (the servers unpacked from PyPI wheels), which is written to
+/// `$RLS_TLS_REPORT` (rls/test fails when no server of its run had TLS) and
+/// to stderr.
+fn redis_requiring_client_certificates(certs: &Path) -> Option<testkit::Server> {
     let spec = testkit::Spec {
         tls: true,
         ..Default::default()
@@ -201,12 +204,29 @@ fn redis_requiring_client_certificates(certs: &Path) -> testkit::Server {
     .config("tls-key-file", &path(certs, "redis.key"))
     .config("tls-ca-cert-file", &path(certs, "ca.crt"))
     .config("tls-auth-clients", "yes");
-    let server = testkit::Server::start(spec);
     assert!(
-        server.spec.modules.iter().all(|(m, _)| m.is_file()),
+        spec.modules.iter().all(|(m, _)| m.is_file()),
         "module not found at {:?} (cargo build --release, or set REDIS_CELL_MODULE)",
-        server.spec.modules
+        spec.modules
     );
+    let binary = spec.binary.display().to_string();
+    let (server, line) = match testkit::Server::try_start(spec) {
+        Ok(server) => (Some(server), format!("tls {binary}")),
+        Err(exit) if testkit::no_tls_support(&exit.log) => {
+            eprintln!("{binary} was built without TLS: the Redis TLS link is not tested on it");
+            (None, format!("no-tls {binary}"))
+        }
+        Err(exit) => panic!("{exit}"),
+    };
+    if let Ok(report) = std::env::var("RLS_TLS_REPORT") {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(report)
+            .expect("RLS_TLS_REPORT");
+        writeln!(f, "{line}").expect("RLS_TLS_REPORT");
+    }
     server
 }
 
@@ -215,30 +235,39 @@ async fn grpc_and_redis_links_with_client_certificates() {
     not_near_hour_end();
     let certs = certificates();
     let p = |f: &str| path(&certs, f);
-    let redis = redis_requiring_client_certificates(&certs);
-    let (tls_port, _) = redis.tls.clone().expect("the kit's TLS port");
-    let redis_url = format!("127.0.0.1:{tls_port}");
-    let redis_tls = [
-        ("REDIS_TLS", "true".to_string()),
-        ("REDIS_TLS_CACERT", p("ca.crt")),
-    ];
-
-    // Without a client certificate the server refuses the service's link:
-    // it does not start, and says why.
-    let env: Vec<(&str, &str)> = redis_tls.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let refused = Rls::try_start_healthy(&redis_url, &[("tls.yaml", CONFIG)], &env);
-    let text = refused.err().expect("started without a client certificate");
-    assert!(
-        text.contains("TLS to Redis") && text.contains(&format!("127.0.0.1:{tls_port}")),
-        "{text}"
-    );
+    // A server built without TLS still serves the gRPC link's tests.
+    let tls_redis = redis_requiring_client_certificates(&certs);
+    let plain_redis = tls_redis.is_none().then(Redis::start);
+    let (redis_url, plain_port, mut env) = match &tls_redis {
+        Some(redis) => {
+            let (tls_port, _) = redis.tls.clone().expect("the kit's TLS port");
+            let redis_url = format!("127.0.0.1:{tls_port}");
+            let redis_tls = [
+                ("REDIS_TLS", "true".to_string()),
+                ("REDIS_TLS_CACERT", p("ca.crt")),
+            ];
+            // Without a client certificate the server refuses the
+            // service's link: it does not start, and says why.
+            let env: Vec<(&str, &str)> = redis_tls.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let refused = Rls::try_start_healthy(&redis_url, &[("tls.yaml", CONFIG)], &env);
+            let text = refused.err().expect("started without a client certificate");
+            assert!(
+                text.contains("TLS to Redis") && text.contains(&format!("127.0.0.1:{tls_port}")),
+                "{text}"
+            );
+            let mut env = redis_tls.to_vec();
+            env.push(("REDIS_TLS_CLIENT_CERT", p("envoy.crt")));
+            env.push(("REDIS_TLS_CLIENT_KEY", p("envoy.key")));
+            (redis_url, redis.port, env)
+        }
+        None => {
+            let redis = plain_redis.as_ref().expect("a plain server");
+            (redis.url(), redis.port, Vec::new())
+        }
+    };
 
     // Envoy Gateway's variables, plus the reference's client verification.
-    let env = [
-        ("REDIS_TLS", "true".to_string()),
-        ("REDIS_TLS_CACERT", p("ca.crt")),
-        ("REDIS_TLS_CLIENT_CERT", p("envoy.crt")),
-        ("REDIS_TLS_CLIENT_KEY", p("envoy.key")),
+    env.extend([
         ("GRPC_SERVER_USE_TLS", "true".to_string()),
         ("GRPC_SERVER_TLS_CERT", p("rls.crt")),
         ("GRPC_SERVER_TLS_KEY", p("rls.key")),
@@ -246,7 +275,7 @@ async fn grpc_and_redis_links_with_client_certificates() {
         ("GRPC_CLIENT_TLS_CACERT", p("ca.crt")),
         ("GRPC_CLIENT_TLS_SAN", "envoy.test.internal".to_string()),
         ("GRPC_HANDSHAKE_TIMEOUT", "3s".to_string()),
-    ];
+    ]);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let rls = Rls::start(&redis_url, &[("tls.yaml", CONFIG)], &env);
     let ca = p("ca.crt");
@@ -274,8 +303,8 @@ async fn grpc_and_redis_links_with_client_certificates() {
         decided.push(try_call(c, &user).await.expect("served over mutual TLS")[0]);
     }
     assert_eq!(decided, vec![OK, OK, OK, OVER]);
-    // The counter is in the Redis behind the TLS link.
-    let keys = resp_command(redis.port, &["DBSIZE"]).unwrap();
+    // The counter is in the Redis behind the (TLS) link.
+    let keys = resp_command(plain_port, &["DBSIZE"]).unwrap();
     assert!(
         keys.starts_with(':') && keys.trim() != ":0",
         "no key written: {keys}"
@@ -348,7 +377,9 @@ async fn server_tls_without_client_verification() {
 async fn redis_tls_skips_only_the_name_check_when_told() {
     let certs = certificates();
     let p = |f: &str| path(&certs, f);
-    let redis = redis_requiring_client_certificates(&certs);
+    let Some(redis) = redis_requiring_client_certificates(&certs) else {
+        return;
+    };
     let (tls_port, _) = redis.tls.clone().expect("the kit's TLS port");
     // The certificate names 127.0.0.1, not localhost.
     let by_name = format!("localhost:{tls_port}");
