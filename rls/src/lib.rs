@@ -80,7 +80,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     // Before anything connects or listens: a certificate that cannot be
     // read stops the start, as in the reference.
     let grpc_tls = if settings.grpc_tls.enabled {
-        Some(tls::grpc_acceptor(&settings.grpc_tls)?)
+        Some(tls::GrpcAcceptor::new(&settings.grpc_tls)?)
     } else {
         None
     };

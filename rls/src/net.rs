@@ -489,7 +489,7 @@ pub fn grpc_incoming(
     cap: usize,
     handshake: Duration,
     idle: Duration,
-    tls: Option<openssl::ssl::SslAcceptor>,
+    tls: Option<crate::tls::GrpcAcceptor>,
 ) -> impl futures_util::Stream<Item = io::Result<GrpcConn>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<GrpcConn>(64);
     let limiter = Limiter::new("grpc", cap);
@@ -500,7 +500,7 @@ pub fn grpc_incoming(
                 let _ = tx.try_send(GrpcConn::new(Io::Plain(s), slot, handshake, idle));
             }
             Some(acceptor) => {
-                let (tx, acceptor) = (tx.clone(), acceptor.clone());
+                let (tx, acceptor) = (tx.clone(), acceptor.current());
                 tokio::spawn(async move {
                     let started = tokio::time::Instant::now();
                     if let Some(io) = tls_handshake(&acceptor, s, &mut slot, handshake).await {

@@ -13,6 +13,9 @@
 //!   `REDIS_TLS_SKIP_HOSTNAME_VERIFICATION` (the chain is still checked);
 //!   `REDIS_TLS_CLIENT_CERT`/`KEY` offered when both are set.
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
 use openssl::ssl::{AlpnError, SslAcceptor, SslMethod, SslVerifyMode};
 use openssl::x509::verify::X509CheckFlags;
 use openssl::x509::X509;
@@ -129,4 +132,72 @@ pub fn grpc_acceptor(t: &GrpcTlsSettings) -> Result<SslAcceptor, String> {
         }
     }
     Ok(b.build())
+}
+
+/// The gRPC listener's TLS, made again from its files when they change (a
+/// renewed certificate, Kubernetes swapping a secret's files), as the
+/// reference reloads its certificate: looked at, at most once a second, when
+/// a connection comes. Files that do not load leave the last good ones in
+/// use, with an error in the log.
+pub struct GrpcAcceptor {
+    settings: GrpcTlsSettings,
+    current: Mutex<Current>,
+}
+
+struct Current {
+    acceptor: SslAcceptor,
+    stamp: Stamp,
+    checked: Instant,
+}
+
+/// Each file's modification time and length.
+type Stamp = Vec<Option<(SystemTime, u64)>>;
+
+/// How often the files are looked at.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+fn stamp(t: &GrpcTlsSettings) -> Stamp {
+    [&t.cert, &t.key, &t.client_cacert]
+        .iter()
+        .map(|p| {
+            let m = std::fs::metadata(p).ok()?;
+            Some((m.modified().ok()?, m.len()))
+        })
+        .collect()
+}
+
+impl GrpcAcceptor {
+    pub fn new(t: &GrpcTlsSettings) -> Result<GrpcAcceptor, String> {
+        let stamp = stamp(t);
+        Ok(GrpcAcceptor {
+            settings: t.clone(),
+            current: Mutex::new(Current {
+                acceptor: grpc_acceptor(t)?,
+                stamp,
+                checked: Instant::now(),
+            }),
+        })
+    }
+
+    /// The TLS settings for a new connection.
+    pub fn current(&self) -> SslAcceptor {
+        let mut c = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if c.checked.elapsed() >= CHECK_EVERY {
+            c.checked = Instant::now();
+            let now = stamp(&self.settings);
+            if now != c.stamp {
+                c.stamp = now;
+                match grpc_acceptor(&self.settings) {
+                    Ok(a) => {
+                        c.acceptor = a;
+                        crate::log::info("grpc: TLS certificate reloaded");
+                    }
+                    Err(e) => crate::log::error(&format!(
+                        "grpc: TLS files changed but do not load, the last good ones stay: {e}"
+                    )),
+                }
+            }
+        }
+        c.acceptor.clone()
+    }
 }

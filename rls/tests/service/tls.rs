@@ -180,6 +180,30 @@ async fn tls_client(port: u16, ca: &str, cert: Option<(&Path, &str)>) -> Result<
     Ok(Client::new(channel))
 }
 
+/// The common name of the certificate the service on `port` shows.
+async fn served_name(port: u16, ca: &str) -> String {
+    let mut b = SslConnector::builder(SslMethod::tls_client()).unwrap();
+    b.set_ca_file(ca).unwrap();
+    let ssl = b
+        .build()
+        .configure()
+        .unwrap()
+        .into_ssl("localhost")
+        .unwrap();
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut s = tokio_openssl::SslStream::new(ssl, tcp).unwrap();
+    std::pin::Pin::new(&mut s).connect().await.unwrap();
+    let cert = s.ssl().peer_certificate().expect("a certificate");
+    let cn = cert
+        .subject_name()
+        .entries_by_nid(openssl::nid::Nid::COMMONNAME)
+        .next()
+        .expect("a CN");
+    String::from_utf8_lossy(cn.data().as_slice()).into_owned()
+}
+
 /// A call's codes, or the error it ended with (a refused handshake ends
 /// the connection: with TLS 1.3 the client learns it at its first read).
 async fn try_call(c: Result<Client, String>, user: &str) -> Result<Vec<i32>, String> {
@@ -340,7 +364,8 @@ async fn grpc_and_redis_links_with_client_certificates() {
 
 /// `GRPC_SERVER_TLS_CA_CERT` alone (what Envoy Gateway sets) asks no
 /// client certificate, as in the reference, which does not read it; a
-/// certificate and key that do not belong together stop the start.
+/// renewed certificate is served without a restart; a certificate and key
+/// that do not belong together stop the start.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_tls_without_client_verification() {
     let certs = certificates();
@@ -356,7 +381,42 @@ async fn server_tls_without_client_verification() {
     let rls = Rls::start(&redis.url(), &[("tls.yaml", CONFIG)], &env);
     let c = tls_client(rls.grpc_port, &p("ca.crt"), None).await;
     assert_eq!(try_call(c, &unique("tls")).await.unwrap(), vec![OK]);
+
+    // A renewed certificate is served from the next connections on; files
+    // that do not load leave it in place.
+    assert_eq!(served_name(rls.grpc_port, &p("ca.crt")).await, "rls");
+    issue(
+        &certs,
+        "renewed",
+        "DNS:localhost,IP:127.0.0.1",
+        "serverAuth",
+    );
+    std::fs::copy(p("renewed.crt"), p("next.crt")).unwrap();
+    std::fs::copy(p("renewed.key"), p("next.key")).unwrap();
+    std::fs::rename(p("next.key"), p("rls.key")).unwrap();
+    std::fs::rename(p("next.crt"), p("rls.crt")).unwrap();
+    let mut waited = 0;
+    while served_name(rls.grpc_port, &p("ca.crt")).await != "renewed" {
+        waited += 1;
+        assert!(waited < 100, "the renewed certificate is not served");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    std::fs::write(p("rls.crt"), "not a certificate").unwrap();
+    let mut waited = 0;
+    while !rls
+        .log_text()
+        .contains("do not load, the last good ones stay")
+    {
+        waited += 1;
+        assert!(waited < 100, "no error for files that do not load");
+        // A connection makes the service look at its files.
+        assert_eq!(served_name(rls.grpc_port, &p("ca.crt")).await, "renewed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let c = tls_client(rls.grpc_port, &p("ca.crt"), None).await;
+    assert_eq!(try_call(c, &unique("tls")).await.unwrap(), vec![OK]);
     drop(rls);
+    std::fs::copy(p("renewed.crt"), p("rls.crt")).unwrap();
 
     let mut env = env.clone();
     let wrong_key = p("envoy.key");
