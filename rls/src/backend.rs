@@ -63,7 +63,7 @@ impl TlsLink {
         let info = url.into_connection_info()?;
         let redis::ConnectionAddr::TcpTls { host, port, .. } = info.addr else {
             return Err(config(format!(
-                "REDIS_TLS: '{}' is not a TCP address",
+                "REDIS_TLS: '{}' is not host:port (or a rediss:// URL)",
                 s.url
             )));
         };

@@ -219,7 +219,9 @@ async fn try_call(c: Result<Client, String>, user: &str) -> Result<Vec<i32>, Str
 /// TLS (the servers unpacked from PyPI wheels), which is written to
 /// `$RLS_TLS_REPORT` (rls/test fails when no server of its run had TLS) and
 /// to stderr.
-fn redis_requiring_client_certificates(certs: &Path) -> Option<testkit::Server> {
+/// Its TLS port is chosen here, so that a restart keeps it.
+fn redis_requiring_client_certificates(certs: &Path) -> Option<(testkit::Server, u16)> {
+    let tls_port = testkit::free_port();
     let spec = testkit::Spec {
         tls: true,
         ..Default::default()
@@ -227,7 +229,8 @@ fn redis_requiring_client_certificates(certs: &Path) -> Option<testkit::Server> 
     .config("tls-cert-file", &path(certs, "redis.crt"))
     .config("tls-key-file", &path(certs, "redis.key"))
     .config("tls-ca-cert-file", &path(certs, "ca.crt"))
-    .config("tls-auth-clients", "yes");
+    .config("tls-auth-clients", "yes")
+    .config("tls-port", &tls_port.to_string());
     assert!(
         spec.modules.iter().all(|(m, _)| m.is_file()),
         "module not found at {:?} (cargo build --release, or set REDIS_CELL_MODULE)",
@@ -235,7 +238,7 @@ fn redis_requiring_client_certificates(certs: &Path) -> Option<testkit::Server> 
     );
     let binary = spec.binary.display().to_string();
     let (server, line) = match testkit::Server::try_start(spec) {
-        Ok(server) => (Some(server), format!("tls {binary}")),
+        Ok(server) => (Some((server, tls_port)), format!("tls {binary}")),
         Err(exit) if testkit::no_tls_support(&exit.log) => {
             eprintln!("{binary} was built without TLS: the Redis TLS link is not tested on it");
             (None, format!("no-tls {binary}"))
@@ -263,8 +266,8 @@ async fn grpc_and_redis_links_with_client_certificates() {
     let tls_redis = redis_requiring_client_certificates(&certs);
     let plain_redis = tls_redis.is_none().then(Redis::start);
     let (redis_url, plain_port, mut env) = match &tls_redis {
-        Some(redis) => {
-            let (tls_port, _) = redis.tls.clone().expect("the kit's TLS port");
+        Some((redis, tls_port)) => {
+            let tls_port = *tls_port;
             let redis_url = format!("127.0.0.1:{tls_port}");
             let redis_tls = [
                 ("REDIS_TLS", "true".to_string()),
@@ -437,10 +440,9 @@ async fn server_tls_without_client_verification() {
 async fn redis_tls_skips_only_the_name_check_when_told() {
     let certs = certificates();
     let p = |f: &str| path(&certs, f);
-    let Some(redis) = redis_requiring_client_certificates(&certs) else {
+    let Some((mut redis, tls_port)) = redis_requiring_client_certificates(&certs) else {
         return;
     };
-    let (tls_port, _) = redis.tls.clone().expect("the kit's TLS port");
     // The certificate names 127.0.0.1, not localhost.
     let by_name = format!("localhost:{tls_port}");
     let files = [("tls.yaml", CONFIG)];
@@ -479,4 +481,19 @@ async fn redis_tls_skips_only_the_name_check_when_told() {
     )
     .await;
     assert_eq!(codes(&r), vec![OK]);
+
+    // Redis restarted: the links are made again by the next calls.
+    redis.restart();
+    let mut tries = 0;
+    loop {
+        let r = c
+            .should_rate_limit(request("tls", vec![desc(&[("user", &unique("tls"))])]))
+            .await;
+        if r.as_ref().is_ok_and(|r| codes(r.get_ref()) == vec![OK]) {
+            break;
+        }
+        tries += 1;
+        assert!(tries < 50, "no decision after Redis restarted: {r:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
