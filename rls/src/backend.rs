@@ -21,6 +21,14 @@ pub enum Backend {
         conns: Vec<ConnectionManager>,
         next: AtomicUsize,
     },
+    /// A single server over TLS: a pool of multiplexed connections made
+    /// by the service's own connector (client certificate, CA, name
+    /// check), each made again on the next request after it fails.
+    Tls {
+        link: Box<TlsLink>,
+        conns: Vec<Mutex<Option<redis::aio::MultiplexedConnection>>>,
+        next: AtomicUsize,
+    },
     Cluster(ClusterConnection),
     Sentinel {
         client: Box<Mutex<SentinelClient>>,
@@ -37,11 +45,98 @@ fn urls(s: &RedisSettings) -> Vec<String> {
         .collect()
 }
 
+/// How to reach a single server over TLS.
+pub struct TlsLink {
+    connector: tokio_native_tls::TlsConnector,
+    host: String,
+    port: u16,
+    info: redis::RedisConnectionInfo,
+    timeout: std::time::Duration,
+}
+
+impl TlsLink {
+    fn new(s: &RedisSettings, url: &str) -> RedisResult<TlsLink> {
+        use redis::IntoConnectionInfo;
+        let config = |text: String| {
+            redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "TLS to Redis", text))
+        };
+        let info = url.into_connection_info()?;
+        let redis::ConnectionAddr::TcpTls { host, port, .. } = info.addr else {
+            return Err(config(format!(
+                "REDIS_TLS: '{}' is not host:port (or a rediss:// URL)",
+                s.url
+            )));
+        };
+        Ok(TlsLink {
+            connector: crate::tls::redis_connector(s).map_err(config)?,
+            host,
+            port,
+            info: info.redis,
+            timeout: s.timeout,
+        })
+    }
+
+    async fn connect(&self) -> RedisResult<redis::aio::MultiplexedConnection> {
+        let host = self.host.trim_matches(['[', ']']);
+        let timed_out = || {
+            redis::RedisError::from(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "connecting to Redis timed out",
+            ))
+        };
+        let tls = tokio::time::timeout(self.timeout, async {
+            let tcp = tokio::net::TcpStream::connect((host, self.port)).await?;
+            tcp.set_nodelay(true)?;
+            self.connector
+                .connect(host, tcp)
+                .await
+                .map_err(std::io::Error::other)
+        })
+        .await
+        .map_err(|_| timed_out())??;
+        let config = redis::AsyncConnectionConfig::new().set_response_timeout(self.timeout);
+        let (conn, driver) = tokio::time::timeout(
+            self.timeout,
+            redis::aio::MultiplexedConnection::new_with_config(&self.info, tls, config),
+        )
+        .await
+        .map_err(|_| timed_out())??;
+        tokio::spawn(driver);
+        Ok(conn)
+    }
+
+    /// The slot's connection, made when it has none.
+    async fn get(
+        &self,
+        slot: &Mutex<Option<redis::aio::MultiplexedConnection>>,
+    ) -> RedisResult<redis::aio::MultiplexedConnection> {
+        let mut guard = slot.lock().await;
+        if let Some(c) = guard.as_ref() {
+            return Ok(c.clone());
+        }
+        let c = self.connect().await?;
+        *guard = Some(c.clone());
+        Ok(c)
+    }
+}
+
 impl Backend {
     /// Connects as the reference does from `REDIS_TYPE` and `REDIS_URL`
     /// (`SINGLE`: one address; `CLUSTER`: seed addresses separated by commas;
     /// `SENTINEL`: `master_name,sentinel1,sentinel2...`).
     pub async fn connect(s: &RedisSettings) -> RedisResult<Arc<Backend>> {
+        let custom_tls = !(s.tls_cacert.is_empty()
+            && (s.tls_client_cert.is_empty() || s.tls_client_key.is_empty()));
+        if s.tls && custom_tls && s.kind != "SINGLE" {
+            return Err(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "TLS to Redis",
+                format!(
+                    "REDIS_TLS_CACERT and REDIS_TLS_CLIENT_CERT/KEY are taken with REDIS_TYPE=SINGLE only (not {})",
+                    s.kind
+                ),
+            )));
+        }
         let backend = match s.kind.as_str() {
             "CLUSTER" => {
                 let client = redis::cluster::ClusterClientBuilder::new(urls(s))
@@ -71,6 +166,26 @@ impl Backend {
                 Backend::Sentinel {
                     client: Box::new(Mutex::new(client)),
                     conn: Mutex::new(None),
+                }
+            }
+            _ if s.tls && !(s.socket_type == "unix" && s.url.starts_with('/')) => {
+                let url = urls(s).into_iter().next().unwrap_or_default();
+                let link = TlsLink::new(s, &url)?;
+                let mut conns = Vec::new();
+                for _ in 0..s.pool_size.max(1) {
+                    let c = link.connect().await.map_err(|e| {
+                        redis::RedisError::from((
+                            e.kind(),
+                            "TLS to Redis",
+                            format!("{}:{}: {e}", link.host, link.port),
+                        ))
+                    })?;
+                    conns.push(Mutex::new(Some(c)));
+                }
+                Backend::Tls {
+                    link: Box::new(link),
+                    conns,
+                    next: AtomicUsize::new(0),
                 }
             }
             _ => {
@@ -124,6 +239,17 @@ impl Backend {
                 let i = next.fetch_add(1, Ordering::Relaxed) % conns.len();
                 let mut c = conns[i].clone();
                 Self::pipeline(plan).query_async(&mut c).await
+            }
+            Backend::Tls { link, conns, next } => {
+                let slot = &conns[next.fetch_add(1, Ordering::Relaxed) % conns.len()];
+                let mut c = link.get(slot).await?;
+                let r = Self::pipeline(plan).query_async(&mut c).await;
+                if let Err(e) = &r {
+                    if unreachable(e) {
+                        *slot.lock().await = None;
+                    }
+                }
+                r
             }
             Backend::Cluster(conn) => {
                 let mut c = conn.clone();
@@ -181,6 +307,7 @@ impl Backend {
     async fn any_connection(&self) -> RedisResult<Check> {
         Ok(match self {
             Backend::Single { conns, .. } => Check::Plain(Box::new(conns[0].clone())),
+            Backend::Tls { link, conns, .. } => Check::Sentinel(link.get(&conns[0]).await?),
             Backend::Cluster(conn) => Check::Cluster(conn.clone()),
             Backend::Sentinel { client, conn } => {
                 let mut guard = conn.lock().await;
@@ -270,6 +397,16 @@ impl Backend {
             Backend::Single { conns, .. } => {
                 let mut c = conns[0].clone();
                 plan_ping().query_async::<String>(&mut c).await.is_ok()
+            }
+            Backend::Tls { link, conns, .. } => {
+                let Ok(mut c) = link.get(&conns[0]).await else {
+                    return false;
+                };
+                let ok = plan_ping().query_async::<String>(&mut c).await.is_ok();
+                if !ok {
+                    *conns[0].lock().await = None;
+                }
+                ok
             }
             Backend::Cluster(conn) => {
                 let mut c = conn.clone();

@@ -18,6 +18,7 @@ pub mod plan;
 pub mod service;
 pub mod settings;
 pub mod stats;
+pub mod tls;
 pub mod xds;
 
 use std::net::SocketAddr;
@@ -76,6 +77,13 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     let (http_cap, grpc_cap) = connection_caps(&settings, nofile);
+    // Before anything connects or listens: a certificate that cannot be
+    // read stops the start, as in the reference.
+    let grpc_tls = if settings.grpc_tls.enabled {
+        Some(tls::GrpcAcceptor::new(&settings.grpc_tls)?)
+    } else {
+        None
+    };
     let backend = Backend::connect(&settings.redis).await?;
     let per_second = match &settings.redis_per_second {
         Some(r) => Some(Backend::connect(r).await?),
@@ -266,6 +274,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         grpc_cap,
         settings.grpc_handshake_timeout,
         settings.grpc_max_connection_idle,
+        grpc_tls,
     );
     tonic::transport::Server::builder()
         .max_concurrent_streams(settings.grpc_max_concurrent_streams)

@@ -227,7 +227,7 @@ const PREFACE_LEN: u64 = 24;
 /// the HTTP/2 preface within `handshake`, when it has had no request for
 /// `idle`, or when its limiter closes it for a newer one.
 pub struct GrpcConn {
-    io: TcpStream,
+    io: Io,
     slot: Slot,
     timer: Pin<Box<tokio::time::Sleep>>,
     received: u64,
@@ -235,12 +235,92 @@ pub struct GrpcConn {
     closed: bool,
 }
 
+/// A gRPC connection's socket: plain, or TLS once its handshake is done.
+pub enum Io {
+    Plain(TcpStream),
+    Tls(Box<tokio_openssl::SslStream<TcpStream>>),
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_flush(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Io::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// The TLS handshake of an accepted connection, on its own task so that a
+/// slow or silent client holds up nobody else: given up after `handshake`
+/// or when the limiter closes the connection for a newer one.
+async fn tls_handshake(
+    acceptor: &openssl::ssl::SslAcceptor,
+    tcp: TcpStream,
+    slot: &mut Slot,
+    handshake: Duration,
+) -> Option<Io> {
+    let ssl = match openssl::ssl::Ssl::new(acceptor.context()) {
+        Ok(ssl) => ssl,
+        Err(e) => {
+            log::error(&format!("grpc: TLS: {e}"));
+            return None;
+        }
+    };
+    let mut stream = tokio_openssl::SslStream::new(ssl, tcp).ok()?;
+    let done = tokio::select! {
+        r = tokio::time::timeout(handshake, Pin::new(&mut stream).accept()) => r,
+        _ = &mut slot.evicted => return None,
+    };
+    match done {
+        Ok(Ok(())) => Some(Io::Tls(Box::new(stream))),
+        Ok(Err(e)) => {
+            log::debug(&format!("grpc: TLS handshake failed: {e}"));
+            None
+        }
+        Err(_) => {
+            log::debug("grpc: TLS handshake timed out");
+            None
+        }
+    }
+}
+
 /// What a gRPC request sees of its connection (a request extension).
 #[derive(Clone)]
 pub struct ConnInfo(pub Arc<ConnState>);
 
 impl GrpcConn {
-    pub fn new(io: TcpStream, slot: Slot, handshake: Duration, idle: Duration) -> GrpcConn {
+    pub fn new(io: Io, slot: Slot, handshake: Duration, idle: Duration) -> GrpcConn {
         GrpcConn {
             io,
             slot,
@@ -409,12 +489,28 @@ pub fn grpc_incoming(
     cap: usize,
     handshake: Duration,
     idle: Duration,
+    tls: Option<crate::tls::GrpcAcceptor>,
 ) -> impl futures_util::Stream<Item = io::Result<GrpcConn>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<GrpcConn>(64);
     let limiter = Limiter::new("grpc", cap);
-    tokio::spawn(accept_loop(listener, limiter, move |s, slot| {
-        // A full queue means the server is not taking connections: drop.
-        let _ = tx.try_send(GrpcConn::new(s, slot, handshake, idle));
+    tokio::spawn(accept_loop(listener, limiter, move |s, mut slot| {
+        match &tls {
+            // A full queue means the server is not taking connections: drop.
+            None => {
+                let _ = tx.try_send(GrpcConn::new(Io::Plain(s), slot, handshake, idle));
+            }
+            Some(acceptor) => {
+                let (tx, acceptor) = (tx.clone(), acceptor.current());
+                tokio::spawn(async move {
+                    let started = tokio::time::Instant::now();
+                    if let Some(io) = tls_handshake(&acceptor, s, &mut slot, handshake).await {
+                        // The HTTP/2 preface gets what is left of the time.
+                        let left = handshake.saturating_sub(started.elapsed());
+                        let _ = tx.try_send(GrpcConn::new(io, slot, left, idle));
+                    }
+                });
+            }
+        }
     }));
     futures_util::stream::unfold(
         rx,

@@ -72,6 +72,7 @@ pub struct Settings {
     /// answer (its body included), so a stream that never sends its body
     /// does not keep its connection busy for good.
     pub grpc_request_timeout: Duration,
+    pub grpc_tls: GrpcTlsSettings,
     /// `CONFIG_TYPE`: `FILE` or `GRPC_XDS_SOTW`.
     pub config_type: String,
     pub xds: crate::xds::XdsSettings,
@@ -87,8 +88,33 @@ pub struct RedisSettings {
     pub auth: String,
     pub tls: bool,
     pub tls_skip_hostname_verification: bool,
+    /// `REDIS_TLS_CLIENT_CERT`/`KEY` (offered only when both are set) and
+    /// `REDIS_TLS_CACERT` (trusted beside the system's roots): the same
+    /// for the per-second Redis, as the reference has them.
+    pub tls_client_cert: String,
+    pub tls_client_key: String,
+    pub tls_cacert: String,
     pub sentinel_auth: String,
     pub timeout: Duration,
+}
+
+/// TLS on the gRPC listener, with the reference's variables.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct GrpcTlsSettings {
+    /// `GRPC_SERVER_USE_TLS`.
+    pub enabled: bool,
+    /// `GRPC_SERVER_TLS_CERT`/`KEY`: the certificate chain and its key.
+    pub cert: String,
+    pub key: String,
+    /// `GRPC_CLIENT_TLS_CACERT`: when set, every client must present a
+    /// certificate that this CA (or a system root) issued for client use.
+    pub client_cacert: String,
+    /// `GRPC_CLIENT_TLS_SAN`: the name (or IP address) the client's
+    /// certificate must carry; checked only with `GRPC_CLIENT_TLS_CACERT`.
+    pub client_san: String,
+    /// `GRPC_SERVER_TLS_CA_CERT`, which Envoy Gateway sets: accepted and,
+    /// as in the reference (which does not read it), without effect.
+    pub server_ca_cert: String,
 }
 
 /// A setting that cannot be read: the variable and why.
@@ -220,6 +246,9 @@ impl Settings {
                 tls: e.b(&format!("{prefix}_TLS"), false)?,
                 tls_skip_hostname_verification: e
                     .b("REDIS_TLS_SKIP_HOSTNAME_VERIFICATION", false)?,
+                tls_client_cert: e.s("REDIS_TLS_CLIENT_CERT", ""),
+                tls_client_key: e.s("REDIS_TLS_CLIENT_KEY", ""),
+                tls_cacert: e.s("REDIS_TLS_CACERT", ""),
                 sentinel_auth: e.s(&format!("{prefix}_SENTINEL_AUTH"), ""),
                 timeout: e.d(&format!("{prefix}_TIMEOUT"), Duration::from_secs(10))?,
             })
@@ -303,9 +332,23 @@ impl Settings {
             grpc_max_connection_age_grace: e
                 .d("GRPC_MAX_CONNECTION_AGE_GRACE", Duration::from_secs(3600))?,
             grpc_request_timeout: e.d("GRPC_REQUEST_TIMEOUT", Duration::from_secs(30))?,
+            grpc_tls: GrpcTlsSettings {
+                enabled: e.b("GRPC_SERVER_USE_TLS", false)?,
+                cert: e.s("GRPC_SERVER_TLS_CERT", ""),
+                key: e.s("GRPC_SERVER_TLS_KEY", ""),
+                client_cacert: e.s("GRPC_CLIENT_TLS_CACERT", ""),
+                client_san: e.s("GRPC_CLIENT_TLS_SAN", ""),
+                server_ca_cert: e.s("GRPC_SERVER_TLS_CA_CERT", ""),
+            },
             config_type: e.s("CONFIG_TYPE", "FILE"),
             xds: crate::xds::XdsSettings::from_lookup(lookup)?,
         };
+        if s.grpc_tls.enabled && (s.grpc_tls.cert.is_empty() || s.grpc_tls.key.is_empty()) {
+            return Err(SettingsError(
+                "GRPC_SERVER_USE_TLS: GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY are both needed"
+                    .into(),
+            ));
+        }
         if !matches!(s.config_type.as_str(), "FILE" | "GRPC_XDS_SOTW") {
             return Err(SettingsError(format!(
                 "CONFIG_TYPE: invalid setting '{}' (FILE or GRPC_XDS_SOTW)",
@@ -378,6 +421,9 @@ pub fn redis_url(r: &RedisSettings, host_port: &str) -> String {
         return host_port.to_string();
     }
     let scheme = if r.tls { "rediss" } else { "redis" };
+    // The redis crate's `#insecure` (no check at all) serves a cluster's and
+    // the sentinels' links; a single server's TLS is the backend's own,
+    // which skips only the name check, as the reference.
     let insecure = if r.tls && r.tls_skip_hostname_verification {
         "/#insecure"
     } else {
@@ -496,6 +542,50 @@ mod tests {
                 format!("{name}: must be longer than 0")
             );
         }
+    }
+
+    #[test]
+    fn tls_settings_with_the_references_names() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.grpc_tls, GrpcTlsSettings::default());
+        assert!(!s.redis.tls && s.redis.tls_cacert.is_empty());
+        let s = settings(&[
+            ("GRPC_SERVER_USE_TLS", "true"),
+            ("GRPC_SERVER_TLS_CERT", "/certs/tls.crt"),
+            ("GRPC_SERVER_TLS_KEY", "/certs/tls.key"),
+            ("GRPC_SERVER_TLS_CA_CERT", "/certs/ca.crt"),
+            ("GRPC_CLIENT_TLS_CACERT", "/ca.crt"),
+            ("GRPC_CLIENT_TLS_SAN", "envoy"),
+            ("REDIS_TLS", "true"),
+            ("REDIS_TLS_CLIENT_CERT", "/redis-certs/tls.crt"),
+            ("REDIS_TLS_CLIENT_KEY", "/redis-certs/tls.key"),
+            ("REDIS_TLS_CACERT", "/redis-certs/ca.crt"),
+            ("REDIS_PERSECOND", "true"),
+        ])
+        .unwrap();
+        assert!(s.grpc_tls.enabled);
+        assert_eq!(
+            (s.grpc_tls.cert.as_str(), s.grpc_tls.key.as_str()),
+            ("/certs/tls.crt", "/certs/tls.key")
+        );
+        assert_eq!(s.grpc_tls.server_ca_cert, "/certs/ca.crt");
+        assert_eq!(
+            (
+                s.grpc_tls.client_cacert.as_str(),
+                s.grpc_tls.client_san.as_str()
+            ),
+            ("/ca.crt", "envoy")
+        );
+        assert_eq!(s.redis.tls_client_cert, "/redis-certs/tls.crt");
+        assert_eq!(s.redis.tls_client_key, "/redis-certs/tls.key");
+        // The per-second Redis takes the same files (its own REDIS_PERSECOND_TLS).
+        let ps = s.redis_per_second.unwrap();
+        assert!(!ps.tls);
+        assert_eq!(ps.tls_cacert, "/redis-certs/ca.crt");
+        assert_eq!(
+            settings(&[("GRPC_SERVER_USE_TLS", "true")]).unwrap_err().0,
+            "GRPC_SERVER_USE_TLS: GRPC_SERVER_TLS_CERT and GRPC_SERVER_TLS_KEY are both needed"
+        );
     }
 
     #[test]

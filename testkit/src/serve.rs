@@ -309,9 +309,7 @@ fn describe(id: u64, s: &Server) -> String {
 }
 
 fn error(text: &str) -> String {
-    let unsupported = text.contains("Failed finding TLS support")
-        || (text.contains("FATAL CONFIG FILE ERROR") && text.contains("tls-port"));
-    if unsupported {
+    if crate::server::no_tls_support(text) {
         format!("{{\"error\":{},\"unsupported\":\"tls\"}}", quote(text))
     } else {
         format!("{{\"error\":{}}}", quote(text))

@@ -423,6 +423,13 @@ pub fn remove_tls_files() {
     }
 }
 
+/// Whether a server's log says it was built without TLS (Valkey and Redis 7+
+/// start and say so; Redis 6 does not know the `tls-port` setting).
+pub fn no_tls_support(log: &str) -> bool {
+    log.contains("Failed finding TLS support")
+        || (log.contains("FATAL CONFIG FILE ERROR") && log.contains("tls-port"))
+}
+
 /// The server's `--version` line.
 pub fn version_text(binary: &Path) -> String {
     let out = Command::new(binary)

@@ -12,10 +12,7 @@ use hyper_util::rt::TokioIo;
 use tonic::transport::{Channel, Endpoint, Uri};
 
 use super::XdsSettings;
-
-fn read(what: &str, path: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{what} '{path}': {e}"))
-}
+use crate::tls;
 
 /// The connector's TLS settings, read from the files once per connection
 /// (a certificate renewed on disk is used from the next connection on).
@@ -23,40 +20,18 @@ fn connector(x: &XdsSettings) -> Result<tokio_native_tls::TlsConnector, String> 
     let mut b = native_tls::TlsConnector::builder();
     b.request_alpns(&["h2"]);
     if !x.server_tls_cacert.is_empty() {
-        let pem = read("CONFIG_GRPC_XDS_SERVER_TLS_CACERT", &x.server_tls_cacert)?;
-        let certs = openssl::x509::X509::stack_from_pem(&pem).map_err(|e| {
-            format!(
-                "CONFIG_GRPC_XDS_SERVER_TLS_CACERT '{}': {e}",
-                x.server_tls_cacert
-            )
-        })?;
-        if certs.is_empty() {
-            return Err(format!(
-                "CONFIG_GRPC_XDS_SERVER_TLS_CACERT '{}': no certificate",
-                x.server_tls_cacert
-            ));
-        }
         b.disable_built_in_roots(true);
-        for c in certs {
-            let der = c.to_der().map_err(|e| e.to_string())?;
-            let cert = native_tls::Certificate::from_der(&der).map_err(|e| e.to_string())?;
-            b.add_root_certificate(cert);
-        }
+        tls::add_roots(
+            &mut b,
+            "CONFIG_GRPC_XDS_SERVER_TLS_CACERT",
+            &x.server_tls_cacert,
+        )?;
     }
     if !x.client_tls_cert.is_empty() {
-        let cert = read("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", &x.client_tls_cert)?;
-        let key = read("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", &x.client_tls_key)?;
-        // PKCS#1, SEC1 or PKCS#8 on disk; native-tls takes PKCS#8 only.
-        let key = openssl::pkey::PKey::private_key_from_pem(&key)
-            .and_then(|k| k.private_key_to_pem_pkcs8())
-            .map_err(|e| format!("CONFIG_GRPC_XDS_CLIENT_TLS_KEY '{}': {e}", x.client_tls_key))?;
-        let id = native_tls::Identity::from_pkcs8(&cert, &key).map_err(|e| {
-            format!(
-                "CONFIG_GRPC_XDS_CLIENT_TLS_CERT '{}': {e}",
-                x.client_tls_cert
-            )
-        })?;
-        b.identity(id);
+        b.identity(tls::identity(
+            ("CONFIG_GRPC_XDS_CLIENT_TLS_CERT", &x.client_tls_cert),
+            ("CONFIG_GRPC_XDS_CLIENT_TLS_KEY", &x.client_tls_key),
+        )?);
     }
     let c = b.build().map_err(|e| format!("TLS: {e}"))?;
     Ok(tokio_native_tls::TlsConnector::from(c))

@@ -250,6 +250,15 @@ impl Rls {
         panic!("{last}");
     }
 
+    /// The service started, or why it did not (it exited: its log).
+    pub fn try_start_healthy(
+        redis_url: &str,
+        files: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Result<Rls, String> {
+        Rls::try_start(runtime(files), redis_url, env, &[], true)
+    }
+
     /// The service started where it is expected to report itself
     /// unhealthy: ready once it answers its health check, whatever the
     /// answer, and listens for gRPC.
