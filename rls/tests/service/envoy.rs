@@ -6,7 +6,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -22,6 +22,26 @@ pub(crate) fn envoy_binary() -> PathBuf {
         p.display()
     );
     p
+}
+
+/// Envoy on the config `file`, its log in `log`: one worker, no hot
+/// restart, a base id of its own (several run side by side).
+pub(crate) fn spawn_envoy(file: &Path, log: &Path) -> std::process::Child {
+    Command::new(envoy_binary())
+        .arg("-c")
+        .arg(file)
+        .args([
+            "--use-dynamic-base-id",
+            "--concurrency",
+            "1",
+            "-l",
+            "warning",
+            "--disable-hot-restart",
+        ])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .expect("start envoy")
 }
 
 /// A tiny upstream app: 200 "hello" to anything.
@@ -101,21 +121,7 @@ fn try_start_envoy(rls_port: u16, app_port: u16, deny: bool) -> Result<Envoy, St
     let file = dir.join("envoy.yaml");
     std::fs::write(&file, cfg).unwrap();
     let log = dir.join("envoy.log");
-    let child = Command::new(envoy_binary())
-        .arg("-c")
-        .arg(&file)
-        .args([
-            "--use-dynamic-base-id",
-            "--concurrency",
-            "1",
-            "-l",
-            "warning",
-            "--disable-hot-restart",
-        ])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start envoy");
+    let child = spawn_envoy(&file, &log);
     let mut e = Envoy { child, port, log };
     let start = std::time::Instant::now();
     while start.elapsed() < Duration::from_secs(30) {

@@ -21,20 +21,6 @@ descriptors:
       requests_per_unit: 3
 "#;
 
-/// Runs `openssl` with `args` in `dir`, failing loudly.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl (the test makes its certificates with it)");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A certificate `name.crt` (key `name.key`) that the CA in `dir` issues
 /// with the given subjectAltName and extended key usage.
 fn issue(dir: &Path, name: &str, san: &str, usage: &str) {
@@ -92,50 +78,28 @@ fn issue(dir: &Path, name: &str, san: &str, usage: &str) {
 /// client certificate from a CA nobody trusts.
 fn certificates() -> PathBuf {
     let d = tempdir("tls-certs");
-    openssl(
-        &d,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=test CA",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ],
-    );
+    make_ca(&d, "test CA");
     issue(&d, "redis", "IP:127.0.0.1", "serverAuth");
     issue(&d, "rls", "DNS:localhost,IP:127.0.0.1", "serverAuth");
     issue(&d, "envoy", "DNS:envoy.test.internal", "clientAuth");
     issue(&d, "other", "DNS:other.test.internal", "clientAuth");
     let rogue = d.join("rogue");
     std::fs::create_dir_all(&rogue).unwrap();
-    openssl(
-        &rogue,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=rogue CA",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.crt",
-        ],
-    );
+    make_ca(&rogue, "rogue CA");
     issue(&rogue, "envoy", "DNS:envoy.test.internal", "clientAuth");
     d
+}
+
+/// A self-signed CA (`ca.crt`, `ca.key`) named `cn` in `dir`.
+fn make_ca(dir: &Path, cn: &str) {
+    let subject = format!("/CN={cn}");
+    openssl(
+        dir,
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", &subject,
+            "-keyout", "ca.key", "-out", "ca.crt",
+        ],
+    );
 }
 
 fn path(dir: &Path, f: &str) -> String {

@@ -520,20 +520,6 @@ async fn envoy_gateways_configs_load_and_decide() {
     }
 }
 
-/// Runs `openssl` with `args` in `dir`, failing loudly.
-fn openssl(dir: &std::path::Path, args: &[&str]) {
-    let out = std::process::Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl (the test makes its certificates with it)");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// A CA, the xDS server's certificate (for `xds.test.internal`) and the
 /// service's client certificate (its key in SEC1 form, as `openssl ecparam`
 /// writes it), made now.

@@ -5,10 +5,9 @@
 //! for a distinct header, `masked_remote_address` then `remote_address`,
 //! `hits_addend` for a request cost), through `RateLimitPerRoute`.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::envoy::{envoy_binary, upstream};
+use crate::envoy::upstream;
 use crate::support::*;
 use crate::xds_server::XdsServer;
 use rls::xds::pb::{RateLimitConfig, RateLimitDescriptor, RateLimitPolicy, RateLimitUnit};
@@ -198,21 +197,7 @@ fn start_envoy(rls_port: u16) -> Envoy {
     let dir = tempdir("xds-envoy");
     std::fs::write(dir.join("envoy.yaml"), cfg).unwrap();
     let log = dir.join("envoy.log");
-    let child = Command::new(envoy_binary())
-        .arg("-c")
-        .arg(dir.join("envoy.yaml"))
-        .args([
-            "--use-dynamic-base-id",
-            "--concurrency",
-            "1",
-            "-l",
-            "warning",
-            "--disable-hot-restart",
-        ])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .expect("start envoy");
+    let child = crate::envoy::spawn_envoy(&dir.join("envoy.yaml"), &log);
     let mut e = Envoy { child, port };
     let start = std::time::Instant::now();
     loop {

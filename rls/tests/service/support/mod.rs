@@ -533,3 +533,17 @@ pub async fn grpc_health(rls: &Rls, service: &str) -> i32 {
         .into_inner()
         .status
 }
+
+/// Runs `openssl` with `args` in `dir`, failing loudly.
+pub fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let out = std::process::Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl (the test makes its certificates with it)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
