@@ -1,0 +1,133 @@
+//! The service's health, as the reference's health checker keeps it: one
+//! verdict from parts that each can make it unhealthy (Redis reachable,
+//! with `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`; a configuration with a
+//! domain, with `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`; the module
+//! present; not stopping), read by `/healthcheck` and followed by the gRPC
+//! health service.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+/// What the verdict is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Redis answers (followed only with `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`).
+    Redis,
+    /// The last configuration loaded has a domain (followed only with
+    /// `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`).
+    Config,
+    /// Every server has the module the service needs.
+    Module,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Parts {
+    redis: bool,
+    config: bool,
+    module: bool,
+    stopping: bool,
+}
+
+impl Parts {
+    fn healthy(&self) -> bool {
+        self.redis && self.config && self.module && !self.stopping
+    }
+}
+
+pub struct Health {
+    parts: Mutex<Parts>,
+    /// The verdict, as `/healthcheck` reads it.
+    pub ok: Arc<AtomicBool>,
+    changed: watch::Sender<bool>,
+}
+
+impl Health {
+    /// Healthy in every part but the configuration's, which starts as
+    /// `config` says.
+    pub fn new(config: bool) -> Health {
+        let parts = Parts {
+            redis: true,
+            config,
+            module: true,
+            stopping: false,
+        };
+        let (changed, _) = watch::channel(parts.healthy());
+        Health {
+            ok: Arc::new(AtomicBool::new(parts.healthy())),
+            parts: Mutex::new(parts),
+            changed,
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Parts)) {
+        let mut p = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut p);
+        let ok = p.healthy();
+        // Under the lock: the flag and the watchers see the verdicts in
+        // the order they were reached.
+        self.ok.store(ok, Ordering::Relaxed);
+        self.changed
+            .send_if_modified(|v| std::mem::replace(v, ok) != ok);
+    }
+
+    pub fn set(&self, part: Part, ok: bool) {
+        self.update(|p| match part {
+            Part::Redis => p.redis = ok,
+            Part::Config => p.config = ok,
+            Part::Module => p.module = ok,
+        });
+    }
+
+    /// Stopping (SIGTERM): unhealthy from now on, whatever the parts.
+    pub fn stop(&self) {
+        self.update(|p| p.stopping = true);
+    }
+
+    pub fn healthy(&self) -> bool {
+        self.ok.load(Ordering::Relaxed)
+    }
+
+    /// The verdict, each time it changes.
+    pub fn subscribe(&self) -> watch::Receiver<bool> {
+        self.changed.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_part_can_make_it_unhealthy() {
+        let h = Health::new(true);
+        assert!(h.healthy());
+        for part in [Part::Redis, Part::Config, Part::Module] {
+            h.set(part, false);
+            assert!(!h.healthy(), "{part:?}");
+            h.set(part, true);
+            assert!(h.healthy(), "{part:?}");
+        }
+        h.set(Part::Redis, false);
+        h.set(Part::Module, false);
+        h.set(Part::Redis, true);
+        assert!(!h.healthy(), "the module is still missing");
+    }
+
+    #[test]
+    fn unhealthy_until_a_config_when_asked_and_never_again_once_stopping() {
+        let h = Health::new(false);
+        let mut rx = h.subscribe();
+        assert!(!h.healthy() && !*rx.borrow_and_update());
+        h.set(Part::Config, true);
+        assert!(rx.has_changed().unwrap() && *rx.borrow_and_update());
+        h.set(Part::Config, true);
+        assert!(!rx.has_changed().unwrap(), "no change, no notice");
+        h.stop();
+        assert!(!h.healthy() && !*rx.borrow_and_update());
+        h.set(Part::Config, true);
+        h.set(Part::Redis, true);
+        assert!(!h.healthy());
+    }
+}
