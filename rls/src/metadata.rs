@@ -88,6 +88,32 @@ fn from_json(v: &Json) -> Value {
     Value { kind: Some(kind) }
 }
 
+/// A `Value` in proto3 JSON, as `/json` answers it (a whole number
+/// without a fraction, as Go's protojson writes it).
+pub fn to_json(v: &Value) -> Json {
+    match &v.kind {
+        None | Some(Kind::NullValue(_)) => Json::Null,
+        Some(Kind::BoolValue(b)) => Json::Bool(*b),
+        Some(Kind::NumberValue(n)) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+            Json::from(*n as i64)
+        }
+        Some(Kind::NumberValue(n)) => Json::from(*n),
+        Some(Kind::StringValue(s)) => Json::String(s.clone()),
+        Some(Kind::ListValue(l)) => Json::Array(l.values.iter().map(to_json).collect()),
+        Some(Kind::StructValue(s)) => struct_to_json(s),
+    }
+}
+
+/// A `Struct` in proto3 JSON (see [`to_json`]).
+pub fn struct_to_json(s: &Struct) -> Json {
+    Json::Object(
+        s.fields
+            .iter()
+            .map(|(k, v)| (k.clone(), to_json(v)))
+            .collect(),
+    )
+}
+
 /// Merges `src` into `dest` as the reference's `mergeMetadata` does: a key
 /// `dest` has keeps its value, unless both are maps, which merge in turn.
 pub fn merge(dest: &mut Map<String, Json>, src: &Map<String, Json>) {
@@ -220,6 +246,24 @@ mod tests {
             "n": 1.5
         }));
         assert_eq!(Some(Kind::StructValue(got)), want.kind);
+    }
+
+    #[test]
+    fn proto3_json_as_protojson_writes_it() {
+        let v = serde_json::json!({"a": [1, 1.5, "s", true, null], "b": {"c": -3}});
+        assert_eq!(to_json(&from_json(&v)), v);
+        let m = of_request(
+            &RateLimitRequest {
+                domain: "d".into(),
+                hits_addend: 2,
+                ..Default::default()
+            },
+            &[],
+        );
+        assert_eq!(
+            struct_to_json(&m),
+            serde_json::json!({"domain": "d", "descriptors": [], "hitsAddend": 2})
+        );
     }
 
     #[test]

@@ -230,6 +230,13 @@ fn reference_example_keys_load() {
         c.get_limit("d", &[e("k", "v")], None).unwrap().metadata,
         None
     );
+    // A map whose key is a list has no JSON (nor protobuf Struct) form.
+    let text = error_of("domain: d\ndescriptors:\n  - key: k\n    metadata: {[a]: 1}\n    rate_limit: {unit: day, requests_per_unit: 10}\n");
+    assert!(text.contains(": error parsing metadata: "), "{text}");
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    metadata: [a]\n"),
+        "config.test: error loading config file: cannot unmarshal - a into map (key 'metadata')"
+    );
 }
 
 #[test]

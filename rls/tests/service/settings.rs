@@ -330,6 +330,31 @@ async fn dynamic_metadata_carries_the_request() {
     };
     assert_eq!(field(labels, "tier"), Some(&Kind::NumberValue(1.0)));
     assert_eq!(m.fields.len(), 3, "{m:?}");
+
+    // `/json` answers it too, in proto3 JSON.
+    let user = unique("j");
+    let body = format!(
+        r#"{{"domain":"s","descriptors":[{{"entries":[{{"key":"user","value":"{user}"}}]}}]}}"#
+    );
+    let (code, text) = http_request(
+        rls.http_port,
+        &format!(
+            "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{text}");
+    let reply: serde_json::Value =
+        serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    assert_eq!(
+        reply["dynamicMetadata"],
+        serde_json::json!({
+            "domain": "s",
+            "descriptors": [{"entries": [format!("user={user}")]}],
+            "metadata": {"team": "edge", "labels": {"tier": 1}}
+        })
+    );
 }
 
 /// `/healthcheck`'s code and the gRPC health service's status for `""`
