@@ -58,7 +58,6 @@ pub async fn connect(s: &RedisSettings, retry: StartupRetry) -> Result<Arc<Backe
     let start = Instant::now();
     let mut jitter = crate::xds::Jitter::new();
     let mut attempt = 0u32;
-    let mut last: Option<redis::RedisError> = None;
     loop {
         let try_once = async {
             let b = Backend::connect(s).await?;
@@ -66,31 +65,30 @@ pub async fn connect(s: &RedisSettings, retry: StartupRetry) -> Result<Arc<Backe
             Ok::<_, redis::RedisError>(b)
         };
         // With a bound, an attempt (the Redis client retries a connection
-        // on its own) takes no longer than the time left, or REDIS_TIMEOUT
-        // for the last one, made when the time runs out.
-        let outcome = if retry.max_elapsed.is_zero() {
-            Some(try_once.await)
+        // on its own) takes no longer than the time left, or than
+        // REDIS_TIMEOUT when less is left: the last attempt, made when the
+        // time runs out, has as long as any call.
+        let (outcome, bound) = if retry.max_elapsed.is_zero() {
+            (Some(try_once.await), None)
         } else {
             let left = retry.max_elapsed.saturating_sub(start.elapsed());
-            tokio::time::timeout(left.max(s.timeout), try_once)
-                .await
-                .ok()
+            let bound = left.max(s.timeout);
+            (
+                tokio::time::timeout(bound, try_once).await.ok(),
+                Some(bound),
+            )
         };
-        match outcome {
+        // Why the attempt failed.
+        let why = match outcome {
             Some(Ok(b)) => return Ok(b),
             // A setting that cannot work (a certificate that cannot be
             // read, TLS options a cluster does not take) never will.
             Some(Err(e)) if e.kind() == redis::ErrorKind::InvalidClientConfig => {
                 return Err(e.to_string())
             }
-            Some(Err(e)) => last = Some(e),
-            // Cut by the deadline: the last failure says more.
-            None => {}
-        }
-        let why = last
-            .as_ref()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "no answer".into());
+            Some(Err(e)) => e.to_string(),
+            None => format!("no answer within {}", ms(bound.unwrap_or_default())),
+        };
         let elapsed = start.elapsed();
         let left = retry.max_elapsed.checked_sub(elapsed);
         if !retry.max_elapsed.is_zero() && left.is_none_or(|l| l.is_zero()) {
