@@ -3,12 +3,18 @@
 //! with `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`; a configuration with a
 //! domain, with `HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED`; the module
 //! present; not stopping), read by `/healthcheck` and followed by the gRPC
-//! health service.
+//! health service. The verdict is pure; `report` and `follow_redis` are
+//! the thin parts that publish it and ping Redis.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use tokio::sync::watch;
+
+use crate::log;
+use crate::service::{Grpc, State};
 
 /// What the verdict is made of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +98,57 @@ impl Health {
     /// The verdict, each time it changes.
     pub fn subscribe(&self) -> watch::Receiver<bool> {
         self.changed.subscribe()
+    }
+}
+
+/// The gRPC health service's statuses: the server as a whole (`""`), the
+/// reference's service name (`ratelimit`) and the RateLimitService's.
+pub async fn report(reporter: &tonic_health::server::HealthReporter, ok: bool) {
+    let status = if ok {
+        tonic_health::ServingStatus::Serving
+    } else {
+        tonic_health::ServingStatus::NotServing
+    };
+    for name in [
+        "",
+        "ratelimit",
+        <RateLimitServiceServer<Grpc> as tonic::server::NamedService>::NAME,
+    ] {
+        reporter.set_service_status(name, status).await;
+    }
+}
+
+/// How often Redis is pinged with `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`.
+const REDIS_HEALTH_EVERY: Duration = Duration::from_secs(1);
+
+/// `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`: unhealthy while a Redis the
+/// service sends to cannot be reached (a PING fails to connect, breaks or
+/// times out), healthy again once every one answers. An error reply is an
+/// answer: the connection is up.
+pub async fn follow_redis(state: Arc<State>, health: Arc<Health>) {
+    let mut up = true;
+    loop {
+        let backends = std::iter::once(&state.backend).chain(state.per_second.as_ref());
+        let mut all = true;
+        for b in backends {
+            let r = tokio::time::timeout(state.settings.redis.timeout, b.ping()).await;
+            let reached = match r {
+                Ok(Ok(())) => true,
+                Ok(Err(e)) => !crate::backend::unreachable(&e),
+                Err(_) => false,
+            };
+            all &= reached;
+        }
+        if all != up {
+            if all {
+                log::warn("Redis answers again: healthy");
+            } else {
+                log::error("Redis cannot be reached: unhealthy until it answers");
+            }
+            up = all;
+        }
+        health.set(Part::Redis, all);
+        tokio::time::sleep(REDIS_HEALTH_EVERY).await;
     }
 }
 

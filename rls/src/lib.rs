@@ -3,7 +3,8 @@
 //!
 //! Pure parts: `config` (parse, validate, match), `plan` (keys, commands,
 //! replies), `decide` (statuses, stats, overall code), `settings`, `stats`,
-//! `metadata` (the response's dynamic metadata), `health` (the verdict).
+//! `metadata` (the response's dynamic metadata), `health` (the verdict,
+//! and the Redis check and gRPC statuses that follow it).
 //! Thin parts: `backend` (Redis), `startup` (its first connection),
 //! `service` (gRPC), `http`, `loader`, `net` (listeners, connection bounds).
 
@@ -145,7 +146,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         });
     }
     if settings.redis_health_check_active_connection {
-        tokio::spawn(follow_redis(state.clone(), health.clone()));
+        tokio::spawn(health::follow_redis(state.clone(), health.clone()));
     }
     let web = Arc::new(http::Http {
         state: state.clone(),
@@ -213,12 +214,12 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         // The gRPC health service follows the verdict /healthcheck gives
         // (watched before the first report, so no change falls between).
         let mut changed = health.subscribe();
-        report_health(&reporter, *changed.borrow_and_update()).await;
+        health::report(&reporter, *changed.borrow_and_update()).await;
         let reporter = reporter.clone();
         tokio::spawn(async move {
             while changed.changed().await.is_ok() {
                 let ok = *changed.borrow_and_update();
-                report_health(&reporter, ok).await;
+                health::report(&reporter, ok).await;
             }
         });
     }
@@ -257,7 +258,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         }
         // Never healthy again once stopping.
         health.stop();
-        report_health(&reporter, false).await;
+        health::report(&reporter, false).await;
     };
     let incoming = net::grpc_incoming(
         grpc_l,
@@ -287,57 +288,6 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         let _ = std::fs::remove_file(&settings.grpc_uds);
     }
     Ok(())
-}
-
-/// The gRPC health service's statuses: the server as a whole (`""`), the
-/// reference's service name (`ratelimit`) and the RateLimitService's.
-async fn report_health(reporter: &tonic_health::server::HealthReporter, ok: bool) {
-    let status = if ok {
-        tonic_health::ServingStatus::Serving
-    } else {
-        tonic_health::ServingStatus::NotServing
-    };
-    for name in [
-        "",
-        "ratelimit",
-        <RateLimitServiceServer<Grpc> as tonic::server::NamedService>::NAME,
-    ] {
-        reporter.set_service_status(name, status).await;
-    }
-}
-
-/// How often Redis is pinged with `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`.
-const REDIS_HEALTH_EVERY: Duration = Duration::from_secs(1);
-
-/// `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`: unhealthy while a Redis the
-/// service sends to cannot be reached (a PING fails to connect, breaks or
-/// times out), healthy again once every one answers. An error reply is an
-/// answer: the connection is up.
-async fn follow_redis(state: Arc<State>, health: Arc<health::Health>) {
-    let mut up = true;
-    loop {
-        let backends = std::iter::once(&state.backend).chain(state.per_second.as_ref());
-        let mut all = true;
-        for b in backends {
-            let r = tokio::time::timeout(state.settings.redis.timeout, b.ping()).await;
-            let reached = match r {
-                Ok(Ok(())) => true,
-                Ok(Err(e)) => !backend::unreachable(&e),
-                Err(_) => false,
-            };
-            all &= reached;
-        }
-        if all != up {
-            if all {
-                log::warn("Redis answers again: healthy");
-            } else {
-                log::error("Redis cannot be reached: unhealthy until it answers");
-            }
-            up = all;
-        }
-        health.set(health::Part::Redis, all);
-        tokio::time::sleep(REDIS_HEALTH_EVERY).await;
-    }
 }
 
 #[cfg(test)]
