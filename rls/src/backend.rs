@@ -390,32 +390,54 @@ impl Backend {
         }
     }
 
-    /// Whether the backend answers a PING (the health check's Redis probe).
-    pub async fn ping(&self) -> bool {
-        let plan_ping = || redis::cmd("PING");
-        match self {
+    /// Whether the backend answers a PING: the first connection's check at
+    /// start and the health check's Redis probe. A sentinel-managed master
+    /// is asked of the sentinels when there is no connection to it yet.
+    pub async fn ping(&self) -> RedisResult<()> {
+        let ping = redis::cmd("PING");
+        let r = match self {
             Backend::Single { conns, .. } => {
                 let mut c = conns[0].clone();
-                plan_ping().query_async::<String>(&mut c).await.is_ok()
+                ping.query_async::<String>(&mut c).await
             }
             Backend::Tls { link, conns, .. } => {
-                let Ok(mut c) = link.get(&conns[0]).await else {
-                    return false;
-                };
-                let ok = plan_ping().query_async::<String>(&mut c).await.is_ok();
-                if !ok {
+                let mut c = link.get(&conns[0]).await?;
+                let r = ping.query_async::<String>(&mut c).await;
+                if matches!(&r, Err(e) if unreachable(e)) {
                     *conns[0].lock().await = None;
                 }
-                ok
+                r
             }
             Backend::Cluster(conn) => {
                 let mut c = conn.clone();
-                plan_ping().query_async::<String>(&mut c).await.is_ok()
+                ping.query_async::<String>(&mut c).await
             }
-            Backend::Sentinel { conn, .. } => match conn.lock().await.clone() {
-                Some(mut c) => plan_ping().query_async::<String>(&mut c).await.is_ok(),
-                None => true,
-            },
+            Backend::Sentinel { client, conn } => {
+                let mut guard = conn.lock().await;
+                let mut c = match guard.clone() {
+                    Some(c) => c,
+                    None => {
+                        let c = client.lock().await.get_async_connection().await?;
+                        *guard = Some(c.clone());
+                        c
+                    }
+                };
+                drop(guard);
+                let r = ping.query_async::<String>(&mut c).await;
+                if r.is_err() {
+                    // The master may have moved: ask the sentinels again.
+                    *conn.lock().await = None;
+                }
+                r
+            }
+        };
+        match r?.as_str() {
+            "PONG" => Ok(()),
+            other => Err(redis::RedisError::from((
+                redis::ErrorKind::ResponseError,
+                "unexpected PING response",
+                other.to_string(),
+            ))),
         }
     }
 }
@@ -428,7 +450,7 @@ enum Check {
 }
 
 /// A failure to reach a server (as opposed to its error reply).
-fn unreachable(e: &redis::RedisError) -> bool {
+pub(crate) fn unreachable(e: &redis::RedisError) -> bool {
     e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal()
 }
 

@@ -135,6 +135,9 @@ pub struct RateLimit {
     /// place of this one while it exists (the call adds `POLICY name`);
     /// the configured numbers apply when it does not.
     pub policy: Option<String>,
+    /// The descriptor's `metadata` (a map, as JSON), which
+    /// `RESPONSE_DYNAMIC_METADATA` adds to a response it passes.
+    pub metadata: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl RateLimit {
@@ -158,6 +161,7 @@ impl RateLimit {
             share_threshold_pattern: None,
             is_override: false,
             policy: None,
+            metadata: None,
         }
     }
 
@@ -489,16 +493,20 @@ fn load_descriptors(
         let detailed_metric = f.boolean("detailed_metric")?;
         let value_to_metric = f.boolean("value_to_metric")?;
         let share_threshold = f.boolean("share_threshold")?;
+        let metadata = load_metadata(file, f.get("metadata"))?;
         let limit = match f.map("rate_limit")? {
             None => None,
-            Some(rl) => Some(Arc::new(load_rate_limit(
-                file,
-                rl,
-                &new_parent_key,
-                shadow_mode,
-                quota_mode,
-                detailed_metric,
-            )?)),
+            Some(rl) => Some(Arc::new(RateLimit {
+                metadata,
+                ..load_rate_limit(
+                    file,
+                    rl,
+                    &new_parent_key,
+                    shadow_mode,
+                    quota_mode,
+                    detailed_metric,
+                )?
+            })),
         };
         if share_threshold && !final_key.contains('*') {
             return Err(err(
@@ -519,17 +527,6 @@ fn load_descriptors(
                 final_key.split('*').map(str::to_string).collect(),
             ));
         }
-        if let Some(m) = f.get("metadata") {
-            if !matches!(m, Value::Mapping(_)) {
-                return Err(err(
-                    file,
-                    format!(
-                        "error loading config file: cannot unmarshal {} into map (key 'metadata')",
-                        render(m)
-                    ),
-                ));
-            }
-        }
         let mut child = Node {
             limit,
             value_to_metric,
@@ -546,6 +543,33 @@ fn load_descriptors(
         node.children.insert(final_key, child);
     }
     Ok(())
+}
+
+/// A descriptor's `metadata`: a map of anything, kept as JSON (`None`
+/// when absent or empty, as the reference keeps it).
+#[allow(clippy::type_complexity)]
+fn load_metadata(
+    file: &str,
+    m: Option<&Value>,
+) -> Result<Option<Arc<serde_json::Map<String, serde_json::Value>>>, ConfigError> {
+    let Some(m) = m else {
+        return Ok(None);
+    };
+    if !matches!(m, Value::Mapping(_)) {
+        return Err(err(
+            file,
+            format!(
+                "error loading config file: cannot unmarshal {} into map (key 'metadata')",
+                render(m)
+            ),
+        ));
+    }
+    match serde_json::to_value(m) {
+        Ok(serde_json::Value::Object(map)) if map.is_empty() => Ok(None),
+        Ok(serde_json::Value::Object(map)) => Ok(Some(Arc::new(map))),
+        Ok(_) => Ok(None),
+        Err(e) => Err(err(file, format!("error parsing metadata: {e}"))),
+    }
 }
 
 fn load_rate_limit(
@@ -657,6 +681,7 @@ fn load_rate_limit(
         share_threshold_pattern: None,
         is_override: false,
         policy,
+        metadata: None,
     };
     if let (false, Some(unit)) = (unlimited, unit) {
         if let Some(text) = out_of_range(

@@ -333,10 +333,11 @@ async fn json_endpoint(st: &Arc<State>, body: &[u8]) -> (u16, String) {
                 })
                 .collect();
             let code = if resp.overall_code == 2 { 429 } else { 200 };
-            (
-                code,
-                json!({"overallCode": if code == 429 {"OVER_LIMIT"} else {"OK"}, "statuses": statuses}).to_string(),
-            )
+            let mut out = json!({"overallCode": if code == 429 {"OVER_LIMIT"} else {"OK"}, "statuses": statuses});
+            if let Some(m) = &resp.dynamic_metadata {
+                out["dynamicMetadata"] = crate::metadata::struct_to_json(m);
+            }
+            (code, out.to_string())
         }
     }
 }

@@ -2,34 +2,38 @@
 //! settings) on redis-cell's commands.
 //!
 //! Pure parts: `config` (parse, validate, match), `plan` (keys, commands,
-//! replies), `decide` (statuses, stats, overall code), `settings`, `stats`.
-//! Thin parts: `backend` (Redis), `service` (gRPC), `http`, `loader`,
-//! `net` (connection bounds).
+//! replies), `decide` (statuses, stats, overall code), `settings`, `stats`,
+//! `metadata` (the response's dynamic metadata), `health` (the verdict,
+//! and the Redis check and gRPC statuses that follow it).
+//! Thin parts: `backend` (Redis), `startup` (its first connection),
+//! `service` (gRPC), `http`, `loader`, `net` (listeners, connection bounds).
 
 pub mod backend;
 pub mod config;
 pub mod decide;
+pub mod health;
 pub mod http;
 pub mod loader;
 pub mod log;
+pub mod metadata;
 pub mod module;
 pub mod net;
 pub mod plan;
 pub mod service;
 pub mod settings;
+pub mod startup;
 pub mod stats;
 pub mod tls;
 pub mod xds;
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use tokio::net::TcpListener;
 
-use crate::backend::Backend;
 use crate::service::{Grpc, State};
 use crate::settings::{split_addr, Settings};
 
@@ -84,9 +88,11 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         None
     };
-    let backend = Backend::connect(&settings.redis).await?;
+    // As the reference: no listener until Redis answers, retried within
+    // REDIS_STARTUP_*.
+    let backend = startup::connect(&settings.redis, settings.redis_startup).await?;
     let per_second = match &settings.redis_per_second {
-        Some(r) => Some(Backend::connect(r).await?),
+        Some(r) => Some(startup::connect(r, settings.redis_startup).await?),
         None => None,
     };
     let state = Arc::new(State {
@@ -103,8 +109,6 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     // Before any listener: the first health check and call already know
     // whether Redis can run the commands.
     state.check_modules().await;
-    let stopping = Arc::new(AtomicBool::new(false));
-    let health_turn = Arc::new(std::sync::Mutex::new(()));
     let loaded = if settings.config_type == "GRPC_XDS_SOTW" {
         let mut first = xds::start(state.clone());
         if !settings.force_start_without_initial_config {
@@ -126,39 +130,41 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         first.is_ok()
     };
     let has_domains = |state: &State| state.current_config().is_some_and(|c| !c.is_empty());
-    let healthy = Arc::new(AtomicBool::new(
+    let health = Arc::new(health::Health::new(
         !settings.healthy_with_at_least_one_config_loaded || (loaded && has_domains(&state)),
     ));
+    health.set(health::Part::Module, state.module_problem().is_none());
     if settings.healthy_with_at_least_one_config_loaded {
         // As the reference: healthy while the last configuration loaded has
         // a domain (one without any makes the service unhealthy again).
-        let (state, healthy, stopping) = (state.clone(), healthy.clone(), stopping.clone());
-        let turn = health_turn.clone();
+        let (state, health) = (state.clone(), health.clone());
         tokio::spawn(async move {
             loop {
-                {
-                    // Never healthy again once stopping.
-                    let _turn = turn.lock().unwrap_or_else(|e| e.into_inner());
-                    if stopping.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    healthy.store(has_domains(&state), Ordering::Relaxed);
-                }
+                health.set(health::Part::Config, has_domains(&state));
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
             }
         });
     }
+    if settings.redis_health_check_active_connection {
+        tokio::spawn(health::follow_redis(state.clone(), health.clone()));
+    }
     let web = Arc::new(http::Http {
         state: state.clone(),
-        healthy: healthy.clone(),
+        healthy: health.ok.clone(),
     });
     // gRPC's listener first: once /healthcheck answers, calls are taken.
-    let addr: SocketAddr =
-        tokio::net::lookup_host((settings.grpc_host.as_str(), settings.grpc_port))
-            .await?
-            .next()
-            .ok_or("GRPC_HOST: no address")?;
-    let grpc_l = TcpListener::bind(addr).await?;
+    let (grpc_l, grpc_at) = if settings.grpc_uds.is_empty() {
+        let addr: SocketAddr =
+            tokio::net::lookup_host((settings.grpc_host.as_str(), settings.grpc_port))
+                .await?
+                .next()
+                .ok_or("GRPC_HOST: no address")?;
+        let l = TcpListener::bind(addr).await?;
+        (net::GrpcListener::Tcp(l), addr.to_string())
+    } else {
+        let l = net::bind_uds(&settings.grpc_uds).await?;
+        (net::GrpcListener::Unix(l), settings.grpc_uds.clone())
+    };
     let main_l = bind(&settings.host, settings.port).await?;
     tokio::spawn(http::serve(main_l, http::Site::Main, web.clone(), http_cap));
     let debug_l = bind(&settings.debug_host, settings.debug_port).await?;
@@ -204,38 +210,28 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         });
     }
     let (reporter, health_service) = tonic_health::server::health_reporter();
-    reporter
-        .set_service_status("", tonic_health::ServingStatus::Serving)
-        .await;
-    reporter.set_serving::<RateLimitServiceServer<Grpc>>().await;
+    {
+        // The gRPC health service follows the verdict /healthcheck gives
+        // (watched before the first report, so no change falls between).
+        let mut changed = health.subscribe();
+        health::report(&reporter, *changed.borrow_and_update()).await;
+        let reporter = reporter.clone();
+        tokio::spawn(async move {
+            while changed.changed().await.is_ok() {
+                let ok = *changed.borrow_and_update();
+                health::report(&reporter, ok).await;
+            }
+        });
+    }
     {
         // The module, checked again on a timer (sooner while it is
-        // missing) and at once when a call finds a command unknown; the
-        // gRPC health service says NOT_SERVING while it is missing.
-        let (state, reporter, stopping) = (state.clone(), reporter.clone(), stopping.clone());
+        // missing) and at once when a call finds a command unknown;
+        // unhealthy while it is missing.
+        let (state, health) = (state.clone(), health.clone());
         tokio::spawn(async move {
-            let mut serving = None;
             loop {
                 let ok = state.module_problem().is_none();
-                // Once stopping, the status is NOT_SERVING whatever the module.
-                if stopping.load(Ordering::Relaxed) {
-                    break;
-                }
-                if serving != Some(ok) {
-                    let status = if ok {
-                        tonic_health::ServingStatus::Serving
-                    } else {
-                        tonic_health::ServingStatus::NotServing
-                    };
-                    reporter.set_service_status("", status).await;
-                    reporter
-                        .set_service_status(
-                            <RateLimitServiceServer<Grpc> as tonic::server::NamedService>::NAME,
-                            status,
-                        )
-                        .await;
-                    serving = Some(ok);
-                }
+                health.set(health::Part::Module, ok);
                 let wait = if ok {
                     service::MODULE_CHECK_EVERY
                 } else {
@@ -250,7 +246,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         });
     }
     log::warn(&format!(
-        "redis-cell-rls listening: grpc {addr}, http {}:{}",
+        "redis-cell-rls listening: grpc {grpc_at}, http {}:{}",
         settings.host, settings.port
     ));
     let shutdown = async move {
@@ -260,14 +256,9 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
             _ = term.recv() => {},
             _ = tokio::signal::ctrl_c() => {},
         }
-        {
-            let _turn = health_turn.lock().unwrap_or_else(|e| e.into_inner());
-            healthy.store(false, Ordering::Relaxed);
-            stopping.store(true, Ordering::Relaxed);
-        }
-        reporter
-            .set_service_status("", tonic_health::ServingStatus::NotServing)
-            .await;
+        // Never healthy again once stopping.
+        health.stop();
+        health::report(&reporter, false).await;
     };
     let incoming = net::grpc_incoming(
         grpc_l,
@@ -292,6 +283,10 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .add_service(net::Tracked(RateLimitServiceServer::new(Grpc(state))))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
+    if !settings.grpc_uds.is_empty() {
+        // As Go's listener does on close: the next start finds no socket.
+        let _ = std::fs::remove_file(&settings.grpc_uds);
+    }
     Ok(())
 }
 

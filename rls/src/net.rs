@@ -18,7 +18,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::sync::oneshot;
 use tonic::codegen::{http, Service};
 use tonic::server::NamedService;
@@ -183,21 +183,43 @@ impl Limiter {
     }
 }
 
+/// A listener whose connections `accept_loop` takes: TCP, or a Unix
+/// domain socket (`GRPC_UDS`).
+pub trait Accept: Send + 'static {
+    type Conn: Send + 'static;
+    fn accept_conn(&self) -> impl Future<Output = io::Result<Self::Conn>> + Send;
+}
+
+impl Accept for TcpListener {
+    type Conn = TcpStream;
+    async fn accept_conn(&self) -> io::Result<TcpStream> {
+        let (s, _) = self.accept().await?;
+        let _ = s.set_nodelay(true);
+        Ok(s)
+    }
+}
+
+impl Accept for UnixListener {
+    type Conn = UnixStream;
+    async fn accept_conn(&self) -> io::Result<UnixStream> {
+        Ok(self.accept().await?.0)
+    }
+}
+
 /// Accepts connections for as long as the listener lives, each with a slot
 /// under `limiter`'s cap. An accept error (out of descriptors, say) stays
 /// until something closes: wait, longer each time, instead of spinning.
-pub async fn accept_loop(
-    listener: TcpListener,
+pub async fn accept_loop<L: Accept>(
+    listener: L,
     limiter: Arc<Limiter>,
-    mut on_conn: impl FnMut(TcpStream, Slot),
+    mut on_conn: impl FnMut(L::Conn, Slot),
 ) {
     const FIRST: Duration = Duration::from_millis(5);
     let mut backoff = FIRST;
     loop {
-        match listener.accept().await {
-            Ok((s, _)) => {
+        match listener.accept_conn().await {
+            Ok(s) => {
                 backoff = FIRST;
-                let _ = s.set_nodelay(true);
                 match limiter.admit() {
                     Some(slot) => on_conn(s, slot),
                     // Every connection is busy: this one closes at once.
@@ -235,10 +257,59 @@ pub struct GrpcConn {
     closed: bool,
 }
 
+/// The gRPC listener: `GRPC_HOST:GRPC_PORT`, or the socket `GRPC_UDS`.
+pub enum GrpcListener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+/// An accepted gRPC socket, TCP or Unix.
+pub enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+macro_rules! either {
+    ($self:expr, $s:ident => $e:expr) => {
+        match $self.get_mut() {
+            Stream::Tcp($s) => $e,
+            Stream::Unix($s) => $e,
+        }
+    };
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        either!(self, s => Pin::new(s).poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        either!(self, s => Pin::new(s).poll_write(cx, buf))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        either!(self, s => Pin::new(s).poll_flush(cx))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        either!(self, s => Pin::new(s).poll_shutdown(cx))
+    }
+}
+
 /// A gRPC connection's socket: plain, or TLS once its handshake is done.
 pub enum Io {
-    Plain(TcpStream),
-    Tls(Box<tokio_openssl::SslStream<TcpStream>>),
+    Plain(Stream),
+    Tls(Box<tokio_openssl::SslStream<Stream>>),
 }
 
 impl AsyncRead for Io {
@@ -286,7 +357,7 @@ impl AsyncWrite for Io {
 /// or when the limiter closes the connection for a newer one.
 async fn tls_handshake(
     acceptor: &openssl::ssl::SslAcceptor,
-    tcp: TcpStream,
+    tcp: Stream,
     slot: &mut Slot,
     handshake: Duration,
 ) -> Option<Io> {
@@ -483,9 +554,9 @@ where
 }
 
 /// The accepted gRPC connections, as the stream `serve_with_incoming`
-/// takes.
+/// takes. TLS and the caps apply the same on TCP and on a Unix socket.
 pub fn grpc_incoming(
-    listener: TcpListener,
+    listener: GrpcListener,
     cap: usize,
     handshake: Duration,
     idle: Duration,
@@ -493,7 +564,7 @@ pub fn grpc_incoming(
 ) -> impl futures_util::Stream<Item = io::Result<GrpcConn>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<GrpcConn>(64);
     let limiter = Limiter::new("grpc", cap);
-    tokio::spawn(accept_loop(listener, limiter, move |s, mut slot| {
+    let on_conn = move |s: Stream, mut slot: Slot| {
         match &tls {
             // A full queue means the server is not taking connections: drop.
             None => {
@@ -511,11 +582,47 @@ pub fn grpc_incoming(
                 });
             }
         }
-    }));
+    };
+    match listener {
+        GrpcListener::Tcp(l) => tokio::spawn(accept_loop(l, limiter, move |s, slot| {
+            on_conn(Stream::Tcp(s), slot)
+        })),
+        GrpcListener::Unix(l) => tokio::spawn(accept_loop(l, limiter, move |s, slot| {
+            on_conn(Stream::Unix(s), slot)
+        })),
+    };
     futures_util::stream::unfold(
         rx,
         |mut rx| async move { rx.recv().await.map(|c| (Ok(c), rx)) },
     )
+}
+
+/// Binds the Unix domain socket `path` for gRPC. A socket file left by a
+/// service that is gone (nothing accepts on it) is removed first; a live
+/// one, or a file that is not a socket, stops the start.
+pub async fn bind_uds(path: &str) -> Result<UnixListener, String> {
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            return Err(format!(
+                "GRPC_UDS: {path} exists and is not a socket (it is left as it is)"
+            ));
+        }
+        match UnixStream::connect(path).await {
+            Ok(_) => {
+                return Err(format!(
+                    "GRPC_UDS: {path}: a server already listens on this socket"
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                log::info(&format!("GRPC_UDS: removing the stale socket {path}"));
+                std::fs::remove_file(path)
+                    .map_err(|e| format!("GRPC_UDS: cannot remove the stale socket {path}: {e}"))?;
+            }
+            Err(e) => return Err(format!("GRPC_UDS: {path}: {e}")),
+        }
+    }
+    UnixListener::bind(path).map_err(|e| format!("GRPC_UDS: cannot listen on {path}: {e}"))
 }
 
 #[cfg(test)]

@@ -327,6 +327,19 @@ impl State {
             statuses: statuses.iter().map(pb_status).collect(),
             ..Default::default()
         };
+        if self.settings.response_dynamic_metadata {
+            // As the reference: the configured metadata of the limits that
+            // were checked and passed.
+            let passed: Vec<_> = checks
+                .iter()
+                .zip(&statuses)
+                .filter_map(|(c, s)| match c {
+                    Check::Limit(l) if s.code != Code::OverLimit => l.metadata.as_deref(),
+                    _ => None,
+                })
+                .collect();
+            resp.dynamic_metadata = Some(crate::metadata::of_request(req, &passed));
+        }
         if self.settings.limit_response_headers_enabled {
             if let Some(s) = overall.header_from.and_then(|i| statuses.get(i)) {
                 if let Some((rpu, _, _)) = &s.current_limit {

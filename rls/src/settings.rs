@@ -10,6 +10,9 @@ pub struct Settings {
     pub port: u16,
     pub grpc_host: String,
     pub grpc_port: u16,
+    /// `GRPC_UDS`: when set, the gRPC server listens on this Unix domain
+    /// socket instead of `GRPC_HOST:GRPC_PORT`.
+    pub grpc_uds: String,
     pub debug_host: String,
     pub debug_port: u16,
     pub log_level: String,
@@ -37,6 +40,16 @@ pub struct Settings {
     pub header_remaining: String,
     pub header_reset: String,
     pub healthy_with_at_least_one_config_loaded: bool,
+    /// `RESPONSE_DYNAMIC_METADATA`: the response's `dynamic_metadata`
+    /// carries the request's domain, descriptors and hits.
+    pub response_dynamic_metadata: bool,
+    /// `REDIS_HEALTH_CHECK_ACTIVE_CONNECTION`: unhealthy while Redis
+    /// cannot be reached.
+    pub redis_health_check_active_connection: bool,
+    /// `REDIS_STARTUP_*`: the first connection to Redis is retried with
+    /// exponential backoff between these intervals, until it succeeds or
+    /// (when not zero) the elapsed time runs out.
+    pub redis_startup: StartupRetry,
     pub force_start_without_initial_config: bool,
     pub redis: RedisSettings,
     pub redis_per_second: Option<RedisSettings>,
@@ -96,6 +109,17 @@ pub struct RedisSettings {
     pub tls_cacert: String,
     pub sentinel_auth: String,
     pub timeout: Duration,
+}
+
+/// How the first connection to Redis is retried (the reference's
+/// `REDIS_STARTUP_INITIAL_INTERVAL`, `REDIS_STARTUP_MAX_INTERVAL`,
+/// `REDIS_STARTUP_MAX_ELAPSED_TIME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartupRetry {
+    pub initial_interval: Duration,
+    pub max_interval: Duration,
+    /// Zero: retry until Redis answers.
+    pub max_elapsed: Duration,
 }
 
 /// TLS on the gRPC listener, with the reference's variables.
@@ -271,6 +295,7 @@ impl Settings {
             port: e.n("PORT", 8080)?,
             grpc_host: e.s("GRPC_HOST", "0.0.0.0"),
             grpc_port: e.n("GRPC_PORT", 8081)?,
+            grpc_uds: e.s("GRPC_UDS", ""),
             debug_host: e.s("DEBUG_HOST", "0.0.0.0"),
             debug_port: e.n("DEBUG_PORT", 6070)?,
             log_level: e.s("LOG_LEVEL", "WARN").to_ascii_uppercase(),
@@ -301,6 +326,14 @@ impl Settings {
             healthy_with_at_least_one_config_loaded: e
                 .b("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", false)?,
             force_start_without_initial_config: e.b("FORCE_START_WITHOUT_INITIAL_CONFIG", false)?,
+            response_dynamic_metadata: e.b("RESPONSE_DYNAMIC_METADATA", false)?,
+            redis_health_check_active_connection: e
+                .b("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", false)?,
+            redis_startup: StartupRetry {
+                initial_interval: e.d("REDIS_STARTUP_INITIAL_INTERVAL", Duration::from_secs(1))?,
+                max_interval: e.d("REDIS_STARTUP_MAX_INTERVAL", Duration::from_secs(30))?,
+                max_elapsed: e.d("REDIS_STARTUP_MAX_ELAPSED_TIME", Duration::ZERO)?,
+            },
             redis: redis("REDIS", "/var/run/nutcracker/ratelimit.sock")?,
             redis_per_second: if e.b("REDIS_PERSECOND", false)? {
                 Some(redis(
@@ -542,6 +575,52 @@ mod tests {
                 format!("{name}: must be longer than 0")
             );
         }
+    }
+
+    #[test]
+    fn service_settings_with_the_references_names_and_defaults() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.grpc_uds, "");
+        assert!(!s.response_dynamic_metadata && !s.redis_health_check_active_connection);
+        assert_eq!(
+            s.redis_startup,
+            StartupRetry {
+                initial_interval: Duration::from_secs(1),
+                max_interval: Duration::from_secs(30),
+                max_elapsed: Duration::ZERO,
+            }
+        );
+        let s = settings(&[
+            ("GRPC_UDS", "/run/ratelimit.sock"),
+            ("RESPONSE_DYNAMIC_METADATA", "true"),
+            ("REDIS_HEALTH_CHECK_ACTIVE_CONNECTION", "1"),
+            ("REDIS_STARTUP_INITIAL_INTERVAL", "250ms"),
+            ("REDIS_STARTUP_MAX_INTERVAL", "1m"),
+            ("REDIS_STARTUP_MAX_ELAPSED_TIME", "2m30s"),
+        ])
+        .unwrap();
+        assert_eq!(s.grpc_uds, "/run/ratelimit.sock");
+        assert!(s.response_dynamic_metadata && s.redis_health_check_active_connection);
+        assert_eq!(
+            s.redis_startup,
+            StartupRetry {
+                initial_interval: Duration::from_millis(250),
+                max_interval: Duration::from_secs(60),
+                max_elapsed: Duration::from_secs(150),
+            }
+        );
+        assert_eq!(
+            settings(&[("REDIS_STARTUP_MAX_ELAPSED_TIME", "30")])
+                .unwrap_err()
+                .0,
+            "REDIS_STARTUP_MAX_ELAPSED_TIME: invalid duration '30' (Go's syntax, e.g. 10s or 1h30m; at most 876000h)"
+        );
+        assert_eq!(
+            settings(&[("RESPONSE_DYNAMIC_METADATA", "on")])
+                .unwrap_err()
+                .0,
+            "RESPONSE_DYNAMIC_METADATA: invalid boolean 'on' (expected true or false)"
+        );
     }
 
     #[test]

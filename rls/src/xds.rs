@@ -178,10 +178,10 @@ impl XdsSettings {
 }
 
 /// A small xorshift generator for the retry jitter (no need for more).
-struct Jitter(u64);
+pub(crate) struct Jitter(u64);
 
 impl Jitter {
-    fn new() -> Jitter {
+    pub(crate) fn new() -> Jitter {
         let seed = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -190,7 +190,7 @@ impl Jitter {
     }
 
     /// A number in [0, 1).
-    fn next(&mut self) -> f64 {
+    pub(crate) fn next(&mut self) -> f64 {
         let mut x = self.0;
         x ^= x << 13;
         x ^= x >> 7;

@@ -209,7 +209,34 @@ fn duplicate_domains_and_merge() {
 fn reference_example_keys_load() {
     // quota_mode and metadata appear in the reference's own example.yaml.
     let c = load("domain: d\ndescriptors:\n  - key: k\n    quota_mode: true\n    metadata: {team: x, tags: [a, b], n: 1.5}\n    rate_limit: {unit: day, requests_per_unit: 10}\n").unwrap();
-    assert!(c.get_limit("d", &[e("k", "v")], None).unwrap().quota_mode);
+    let l = c.get_limit("d", &[e("k", "v")], None).unwrap();
+    assert!(l.quota_mode);
+    // Kept for RESPONSE_DYNAMIC_METADATA, numbers as JSON numbers.
+    assert_eq!(
+        serde_json::Value::Object((*l.metadata.unwrap()).clone()),
+        serde_json::json!({"team": "x", "tags": ["a", "b"], "n": 1.5})
+    );
+    // An override carries none; nor does an empty map.
+    let o = Override {
+        requests_per_unit: 1,
+        unit: 1,
+    };
+    assert_eq!(
+        c.get_limit("d", &[e("k", "v")], Some(o)).unwrap().metadata,
+        None
+    );
+    let c = load("domain: d\ndescriptors:\n  - key: k\n    metadata: {}\n    rate_limit: {unit: day, requests_per_unit: 10}\n").unwrap();
+    assert_eq!(
+        c.get_limit("d", &[e("k", "v")], None).unwrap().metadata,
+        None
+    );
+    // A map whose key is a list has no JSON (nor protobuf Struct) form.
+    let text = error_of("domain: d\ndescriptors:\n  - key: k\n    metadata: {[a]: 1}\n    rate_limit: {unit: day, requests_per_unit: 10}\n");
+    assert!(text.contains(": error parsing metadata: "), "{text}");
+    assert_eq!(
+        error_of("domain: d\ndescriptors:\n  - key: k\n    metadata: [a]\n"),
+        "config.test: error loading config file: cannot unmarshal - a into map (key 'metadata')"
+    );
 }
 
 #[test]

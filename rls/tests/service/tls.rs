@@ -238,8 +238,11 @@ async fn grpc_and_redis_links_with_client_certificates() {
                 ("REDIS_TLS_CACERT", p("ca.crt")),
             ];
             // Without a client certificate the server refuses the
-            // service's link: it does not start, and says why.
-            let env: Vec<(&str, &str)> = redis_tls.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            // service's link: it does not start (once its retries run
+            // out), and says why.
+            let mut env: Vec<(&str, &str)> =
+                redis_tls.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            env.push(("REDIS_STARTUP_MAX_ELAPSED_TIME", "1s"));
             let refused = Rls::try_start_healthy(&redis_url, &[("tls.yaml", CONFIG)], &env);
             let text = refused.err().expect("started without a client certificate");
             assert!(
@@ -414,6 +417,8 @@ async fn redis_tls_skips_only_the_name_check_when_told() {
         ("REDIS_TLS", "true".to_string()),
         ("REDIS_TLS_CLIENT_CERT", p("envoy.crt")),
         ("REDIS_TLS_CLIENT_KEY", p("envoy.key")),
+        // A refused link is retried as the reference does: 1 s of it.
+        ("REDIS_STARTUP_MAX_ELAPSED_TIME", "1s".to_string()),
     ];
     let with = |extra: &[(&'static str, String)]| {
         let mut env = base.to_vec();

@@ -67,6 +67,14 @@ impl Redis {
         Redis::from_kit(testkit::Server::start(spec(config)))
     }
 
+    /// A server with the module on `port`, chosen before (a service may
+    /// be waiting for it there).
+    pub fn start_on(port: u16) -> Redis {
+        let mut s = spec(&[]);
+        s.port = Some(port);
+        Redis::from_kit(testkit::Server::start(s))
+    }
+
     /// A server without the module (what a user may point the service at).
     pub fn start_without_module() -> Redis {
         Redis::from_kit(testkit::Server::start(spec(&[]).without_module()))
@@ -205,6 +213,7 @@ pub struct Rls {
     pub root: PathBuf,
     child: Child,
     pub log: PathBuf,
+    uds: Option<PathBuf>,
 }
 
 /// The runtime layout the reference reads: `root/current -> data`,
@@ -282,6 +291,11 @@ impl Rls {
         wrapper: &[&str],
         healthy: bool,
     ) -> Result<Rls, String> {
+        Rls::spawn(root, redis_url, env, wrapper).wait_started(healthy)
+    }
+
+    /// The service's process, started without waiting for it.
+    pub fn spawn(root: PathBuf, redis_url: &str, env: &[(&str, &str)], wrapper: &[&str]) -> Rls {
         let (grpc_port, http_port, debug_port, metrics_port) =
             (free_port(), free_port(), free_port(), free_port());
         let log = root.join("rls.log");
@@ -320,7 +334,7 @@ impl Rls {
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .expect("start redis-cell-rls");
-        let mut r = Rls {
+        Rls {
             grpc_port,
             http_port,
             debug_port,
@@ -328,6 +342,22 @@ impl Rls {
             root,
             child,
             log,
+            // With GRPC_UDS the gRPC listener is that socket.
+            uds: env
+                .iter()
+                .find(|(k, _)| *k == "GRPC_UDS")
+                .map(|(_, v)| PathBuf::from(v)),
+        }
+    }
+
+    /// The service once it answers its health check (200, or anything
+    /// when not `healthy`) and listens for gRPC; or why not (it exited).
+    pub fn wait_started(mut self, healthy: bool) -> Result<Rls, String> {
+        let r = &mut self;
+        let uds = r.uds.clone();
+        let grpc_listens = |port: u16| match &uds {
+            Some(path) => std::os::unix::net::UnixStream::connect(path).is_ok(),
+            None => listening(port),
         };
         let start = Instant::now();
         loop {
@@ -342,7 +372,7 @@ impl Rls {
             if http_get(r.http_port, "/healthcheck")
                 .map(|(c, _)| c == 200 || (!healthy && c != 0))
                 .unwrap_or(false)
-                && listening(r.grpc_port)
+                && grpc_listens(r.grpc_port)
             {
                 break;
             }
@@ -353,7 +383,7 @@ impl Rls {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(r)
+        Ok(self)
     }
 
     /// The service's process id.
@@ -400,7 +430,7 @@ impl Drop for Rls {
 /// Whether a TCP socket listens on `port` (`/proc/net/tcp`, state `0A`):
 /// found without connecting, so that no connection counts against the
 /// service's caps.
-fn listening(port: u16) -> bool {
+pub fn listening(port: u16) -> bool {
     let suffix = format!(":{port:04X}");
     std::fs::read_to_string("/proc/net/tcp")
         .expect("/proc/net/tcp")
