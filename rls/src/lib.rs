@@ -11,6 +11,7 @@ pub mod config;
 pub mod decide;
 pub mod http;
 pub mod loader;
+pub mod local_cache;
 pub mod log;
 pub mod module;
 pub mod net;
@@ -84,6 +85,9 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         None
     };
+    // A mapping file that does not parse stops the start, before Redis.
+    let stats_options = stats::Options::from_settings(&settings)
+        .map_err(|e| format!("PROMETHEUS_MAPPER_YAML: {e}"))?;
     let backend = Backend::connect(&settings.redis).await?;
     let per_second = match &settings.redis_per_second {
         Some(r) => Some(Backend::connect(r).await?),
@@ -95,7 +99,8 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         config: RwLock::new(None),
         backend,
         per_second,
-        stats: stats::Stats::new(settings.stats_max_keys),
+        stats: stats::Stats::with_options(stats_options),
+        local_cache: local_cache::LocalCache::new(settings.local_cache_size_in_bytes),
         detached: Arc::new(tokio::sync::Semaphore::new(service::MAX_DETACHED)),
         module_problems: RwLock::new(None),
         module_recheck: tokio::sync::Notify::new(),
@@ -178,7 +183,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         let l = bind(&h, p).await?;
         tokio::spawn(http::serve(l, http::Site::Metrics, web.clone(), http_cap));
     }
-    if settings.use_statsd && !settings.disable_stats {
+    if (settings.use_statsd || settings.use_dog_statsd) && !settings.disable_stats {
         state.stats.statsd.store(true, Ordering::Relaxed);
         let state = state.clone();
         tokio::spawn(async move {

@@ -15,6 +15,7 @@ mod live_limits;
 mod no_module;
 mod restart;
 mod sentinel;
+mod stats;
 mod tls;
 mod xds;
 mod xds_envoy;
