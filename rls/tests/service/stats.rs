@@ -86,7 +86,10 @@ async fn a_mapping_file_names_the_prometheus_series() {
     let rls = Rls::start(
         &redis.url(),
         &[("st.yaml", CONFIG)],
-        &[("PROMETHEUS_MAPPER_YAML", file.to_str().unwrap())],
+        &[
+            ("PROMETHEUS_MAPPER_YAML", file.to_str().unwrap()),
+            ("PROMETHEUS_PATH", "/stats/prometheus"),
+        ],
     );
     let mut c = rls.client().await;
     let u = unique("m");
@@ -98,9 +101,10 @@ async fn a_mapping_file_names_the_prometheus_series() {
         request("st", vec![desc(&[("team", "t1"), ("user", &u)])]),
     )
     .await;
-    // The stats key is the rule's (`st.user`, `st.team.user`), as the
-    // reference names it.
-    let text = rls.metrics();
+    // At PROMETHEUS_PATH. The stats key is the rule's (`st.user`,
+    // `st.team.user`), as the reference names it.
+    let (code, text) = http_get(rls.metrics_port, "/stats/prometheus").unwrap();
+    assert_eq!(code, 200, "{text}");
     assert_eq!(
         sample(&text, "mapped_hits{domain=\"st\",key1=\"user\"}"),
         Some(3.0),
