@@ -21,6 +21,10 @@ pub const DEFAULT_BUCKETS: &[f64] = &[
 /// The largest mapping file read (the reference's files are 4 KB).
 pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
+/// The deepest nesting read (a mapping file needs 5 levels), counted
+/// before the YAML parser, whose time grows with the square of it.
+pub const MAX_DEPTH: usize = 32;
+
 /// What a stat is, as statsd_exporter's `match_metric_type` names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -293,6 +297,10 @@ impl Mapper {
     }
 
     pub fn from_yaml(text: &str) -> Result<Mapper, MapperError> {
+        let depth = crate::loader::nesting_depth(text);
+        if depth > MAX_DEPTH {
+            return err(format!("nested {depth} levels deep, more than {MAX_DEPTH}"));
+        }
         let doc: Value =
             serde_yaml::from_str(text).map_err(|e| MapperError(format!("invalid YAML: {e}")))?;
         let mut default_regex = false;

@@ -217,6 +217,8 @@ fn malformed_files_are_refused_with_the_reason() {
         bad("mappings:\n  - match: a\n    name: x\n    scale: big\n"),
         "mapping 1: scale: not a number"
     );
+    let deep = format!("mappings: {}{}", "[".repeat(1000), "]".repeat(1000));
+    assert_eq!(bad(&deep), "nested 1001 levels deep, more than 32");
     // An empty file maps nothing (every name escaped).
     let m = Mapper::from_yaml("").unwrap();
     assert_eq!(m.map("a.b", Kind::Counter).unwrap().name, "a_b");
