@@ -237,23 +237,26 @@ fn key_of<'a>(k: &'a Value, what: &str) -> Result<&'a str, MapperError> {
         .ok_or_else(|| MapperError(format!("{what}: a key is not a string")))
 }
 
+/// A histogram's bucket bounds: numbers in increasing order.
+fn bucket_list(v: &Value, what: &str) -> Result<Vec<f64>, MapperError> {
+    let seq = v
+        .as_sequence()
+        .ok_or_else(|| MapperError(format!("{what}: not a list")))?;
+    let b = seq
+        .iter()
+        .map(|x| as_f64(x, what))
+        .collect::<Result<Vec<f64>, _>>()?;
+    if b.windows(2).any(|w| w[0] >= w[1]) {
+        return err(format!("{what}: not in increasing order"));
+    }
+    Ok(b)
+}
+
 fn buckets_of(v: &Value, what: &str) -> Result<Option<Vec<f64>>, MapperError> {
     let mut out = None;
     for (k, v) in as_map(v, what)? {
         match key_of(k, what)? {
-            "buckets" => {
-                let seq = v
-                    .as_sequence()
-                    .ok_or_else(|| MapperError(format!("{what}.buckets: not a list")))?;
-                let b = seq
-                    .iter()
-                    .map(|x| as_f64(x, &format!("{what}.buckets")))
-                    .collect::<Result<Vec<f64>, _>>()?;
-                if b.windows(2).any(|w| w[0] >= w[1]) {
-                    return err(format!("{what}.buckets: not in increasing order"));
-                }
-                out = Some(b);
-            }
+            "buckets" => out = Some(bucket_list(v, &format!("{what}.buckets"))?),
             "native_histogram_bucket_factor" | "native_histogram_max_buckets" => {}
             other => return err(format!("{what}: unknown key '{other}'")),
         }
@@ -328,17 +331,8 @@ impl Mapper {
                                         default_buckets = b;
                                     }
                                 }
-                                "buckets" => {
-                                    let b = buckets_of(
-                                        &Value::Mapping(
-                                            [(Value::from("buckets"), v.clone())]
-                                                .into_iter()
-                                                .collect(),
-                                        ),
-                                        "defaults",
-                                    )?;
-                                    default_buckets = b.unwrap_or(default_buckets);
-                                }
+                                // statsd_exporter's older spelling.
+                                "buckets" => default_buckets = bucket_list(v, &what)?,
                                 "ttl"
                                 | "glob_disable_ordering"
                                 | "summary_options"

@@ -164,6 +164,13 @@ mappings:
         m.map("a.b", Kind::Observer).unwrap().buckets,
         vec![1.0, 5.0, 25.0]
     );
+    let legacy =
+        Mapper::from_yaml("defaults:\n  buckets: [1, 2]\nmappings:\n  - match: a.*\n    name: a\n")
+            .unwrap();
+    assert_eq!(
+        legacy.map("a.b", Kind::Observer).unwrap().buckets,
+        vec![1.0, 2.0]
+    );
     // A captured part that is not valid in a name is escaped.
     assert_eq!(m.map("a.b-c", Kind::Counter).unwrap().name, "a_b_c");
 }
