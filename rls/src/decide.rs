@@ -85,6 +85,9 @@ pub struct StatDelta {
     pub near_limit: u64,
     pub within_limit: u64,
     pub shadow_mode: u64,
+    /// Hits answered from the local over-limit cache (also in
+    /// `over_limit`, as the reference counts them).
+    pub over_limit_with_local_cache: u64,
 }
 
 /// Seconds until the current window of `window` seconds ends.
@@ -176,6 +179,32 @@ fn limited_status(
             (_, Some(r)) => r,
         }),
     }
+}
+
+/// A descriptor the local over-limit cache answers: OVER_LIMIT without
+/// asking Redis, its hits counted in `total_hits`, `over_limit` and
+/// `over_limit_with_local_cache`, as the reference counts them.
+pub fn judge_cached(limit: &RateLimit, hits: u64, now_secs: u64) -> (Status, StatDelta) {
+    let outcome = Outcome {
+        index: 0,
+        over: true,
+        before: 0,
+        after: 0,
+        remaining: 0,
+        capacity: u64::from(limit.requests_per_unit),
+        reset_secs: None,
+        negative: false,
+    };
+    let d = StatDelta {
+        total_hits: hits,
+        over_limit: hits,
+        over_limit_with_local_cache: hits,
+        ..StatDelta::default()
+    };
+    (
+        limited_status(limit, &outcome, Code::OverLimit, 0, now_secs),
+        d,
+    )
 }
 
 /// A descriptor with `is_negative_hits`: its hits were given back. OK,

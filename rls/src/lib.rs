@@ -14,6 +14,7 @@ pub mod decide;
 pub mod health;
 pub mod http;
 pub mod loader;
+pub mod local_cache;
 pub mod log;
 pub mod metadata;
 pub mod module;
@@ -88,6 +89,9 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         None
     };
+    // A mapping file that does not parse stops the start, before Redis.
+    let stats_options = stats::Options::from_settings(&settings)
+        .map_err(|e| format!("PROMETHEUS_MAPPER_YAML: {e}"))?;
     // As the reference: no listener until Redis answers, retried within
     // REDIS_STARTUP_*.
     let backend = startup::connect(&settings.redis, settings.redis_startup).await?;
@@ -101,7 +105,8 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         config: RwLock::new(None),
         backend,
         per_second,
-        stats: stats::Stats::new(settings.stats_max_keys),
+        stats: stats::Stats::with_options(stats_options),
+        local_cache: local_cache::LocalCache::new(settings.local_cache_size_in_bytes),
         detached: Arc::new(tokio::sync::Semaphore::new(service::MAX_DETACHED)),
         module_problems: RwLock::new(None),
         module_recheck: tokio::sync::Notify::new(),
@@ -184,7 +189,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         let l = bind(&h, p).await?;
         tokio::spawn(http::serve(l, http::Site::Metrics, web.clone(), http_cap));
     }
-    if settings.use_statsd && !settings.disable_stats {
+    if (settings.use_statsd || settings.use_dog_statsd) && !settings.disable_stats {
         state.stats.statsd.store(true, Ordering::Relaxed);
         let state = state.clone();
         tokio::spawn(async move {

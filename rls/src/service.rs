@@ -18,6 +18,7 @@ use tonic::{Request, Response, Status as GrpcStatus};
 use crate::backend::Backend;
 use crate::config::{Config, Entry, Override, Unit};
 use crate::decide::{self, Check, Code, Status};
+use crate::local_cache::{self, LocalCache};
 use crate::log;
 use crate::plan::{self, Charge, Mode};
 use crate::settings::Settings;
@@ -30,6 +31,9 @@ pub struct State {
     /// `REDIS_PERSECOND`: the backend of limits whose unit is a second.
     pub per_second: Option<Arc<Backend>>,
     pub stats: Stats,
+    /// `LOCAL_CACHE_SIZE_IN_BYTES`: keys known to be over their limit
+    /// until their window ends (`None`: no cache).
+    pub local_cache: Option<LocalCache>,
     pub cluster: bool,
     /// Decisions running on their own tasks (see
     /// [`State::decide_detached`]), at most [`MAX_DETACHED`].
@@ -262,6 +266,8 @@ impl State {
         let tag = (self.cluster && mode == Mode::AllOrNothing).then_some(req.domain.as_str());
         let mut charges = Vec::new();
         let mut per_second = Vec::new();
+        // Descriptors the local cache answers OVER_LIMIT without Redis.
+        let mut cached = Vec::new();
         for (i, check) in checks.iter().enumerate() {
             if let Check::Limit(l) = check {
                 let key = plan::cache_key(
@@ -279,6 +285,17 @@ impl State {
                     hits: hits[i],
                     negative: req.descriptors[i].is_negative_hits,
                 };
+                if let Some(lc) = &self.local_cache {
+                    if c.negative {
+                        // Hits given back: the count may be under the limit again.
+                        lc.remove(&c.key);
+                    } else if local_cache::cacheable(l)
+                        && lc.is_over(&c.key, l.requests_per_unit, c.hits, now)
+                    {
+                        cached.push(i);
+                        continue;
+                    }
+                }
                 if self.per_second.is_some() && l.unit == Some(Unit::Second) {
                     per_second.push(c);
                 } else {
@@ -299,17 +316,40 @@ impl State {
                 outcomes
             }
             Mode::AllOrNothing => {
-                self.all_or_nothing(&charges, per_second_backend, &per_second)
-                    .await?
+                // A descriptor over its limit refuses the request: the
+                // others are only looked at.
+                self.all_or_nothing(
+                    &charges,
+                    per_second_backend,
+                    &per_second,
+                    !cached.is_empty(),
+                )
+                .await?
             }
         };
-        let (statuses, deltas) = decide::statuses(
+        if let Some(lc) = &self.local_cache {
+            let counting = mode == Mode::Reference;
+            for (c, o) in charges.iter().chain(&per_second).zip(&outcomes) {
+                if let Some(count) = local_cache::count_to_cache(&c.limit, o, c.hits, counting) {
+                    let end = local_cache::window_end(&c.limit, now);
+                    lc.insert(&c.key, c.limit.requests_per_unit, count, end, now);
+                }
+            }
+        }
+        let (mut statuses, mut deltas) = decide::statuses(
             &checks,
             &hits,
             &outcomes,
             self.settings.near_limit_ratio,
             now,
         );
+        for &i in &cached {
+            if let (Check::Limit(l), Some(slot)) = (&checks[i], statuses.get_mut(i)) {
+                let (status, d) = decide::judge_cached(l, hits[i], now);
+                *slot = status;
+                deltas.push((l.full_key.clone(), d));
+            }
+        }
         for (key, d) in &deltas {
             self.stats.add_limit(key, d);
         }
@@ -387,16 +427,17 @@ impl State {
     /// charges its limiters in one transaction, both at once; when either
     /// refuses (or fails), what the other's allowed calls took is given
     /// back with the module's refunds, so a refused request leaves no
-    /// charge on either. A request that can never fit is refused before
-    /// Redis, everywhere.
+    /// charge on either. A request that can never fit, or that the local
+    /// cache refuses (`refused`), is refused before Redis, everywhere.
     async fn all_or_nothing(
         &self,
         main: &[Charge],
         fast_backend: &Backend,
         fast: &[Charge],
+        refused: bool,
     ) -> Result<Vec<plan::Outcome>, Failure> {
         let mode = Mode::AllOrNothing;
-        let refused = plan::never_fits(main, mode) || plan::never_fits(fast, mode);
+        let refused = refused || plan::never_fits(main, mode) || plan::never_fits(fast, mode);
         let (m, f) = futures_util::future::join(
             self.run(&self.backend, main, mode, refused),
             self.run(fast_backend, fast, mode, refused),

@@ -25,6 +25,19 @@ pub struct Settings {
     pub use_prometheus: bool,
     pub prometheus_addr: String,
     pub prometheus_path: String,
+    /// `PROMETHEUS_MAPPER_YAML`: a statsd_exporter mapping file that
+    /// replaces the built-in mapping (empty: the built-in one).
+    pub prometheus_mapper_yaml: String,
+    /// `PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS`: the built-in mapping's
+    /// response time histogram in milliseconds instead of seconds.
+    pub prometheus_response_time_as_milliseconds: bool,
+    /// `USE_DOG_STATSD`: statsd lines with DogStatsD tags (`|#k:v`).
+    pub use_dog_statsd: bool,
+    /// `EXTRA_TAGS` (`k:v,k2:v2`): tags of every stat.
+    pub extra_tags: std::collections::BTreeMap<String, String>,
+    /// `LOCAL_CACHE_SIZE_IN_BYTES`: the local over-limit cache's bound (0:
+    /// no cache).
+    pub local_cache_size_in_bytes: usize,
     pub runtime_root: String,
     pub runtime_subdirectory: String,
     pub runtime_appdirectory: String,
@@ -237,6 +250,25 @@ pub fn parse_duration(s: &str) -> Option<Duration> {
     Duration::try_from_secs_f64(total).ok()
 }
 
+/// A map setting as the reference's envconfig reads it: `k:v` pairs
+/// separated by commas, each with exactly one colon (empty: no pairs).
+pub fn parse_tags(s: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut out = std::collections::BTreeMap::new();
+    if s.trim().is_empty() {
+        return Ok(out);
+    }
+    for pair in s.split(',') {
+        let mut kv = pair.split(':');
+        match (kv.next(), kv.next(), kv.next()) {
+            (Some(k), Some(v), None) => {
+                out.insert(k.to_string(), v.to_string());
+            }
+            _ => return Err(format!("invalid map item: {pair:?} (expected k:v,k2:v2)")),
+        }
+    }
+    Ok(out)
+}
+
 /// The longest duration a setting takes (100 years of 365 days).
 pub const MAX_DURATION_SECS: f64 = 876_000.0 * 3600.0;
 
@@ -279,9 +311,15 @@ impl Settings {
         };
         let use_statsd = e.b("USE_STATSD", true)?;
         let use_prometheus = e.b("USE_PROMETHEUS", false)?;
+        let use_dog_statsd = e.b("USE_DOG_STATSD", false)?;
         if use_statsd && use_prometheus {
             return Err(SettingsError(
                 "USE_STATSD and USE_PROMETHEUS cannot both be true: set USE_STATSD=false to use Prometheus".into(),
+            ));
+        }
+        if use_dog_statsd && (use_statsd || use_prometheus) {
+            return Err(SettingsError(
+                "USE_DOG_STATSD: one stats sink at a time: set USE_STATSD=false and USE_PROMETHEUS=false to use DogStatsD".into(),
             ));
         }
         let backend_type = e.s("BACKEND_TYPE", "redis");
@@ -308,6 +346,13 @@ impl Settings {
             use_prometheus,
             prometheus_addr: e.s("PROMETHEUS_ADDR", ":9090"),
             prometheus_path: e.s("PROMETHEUS_PATH", "/metrics"),
+            prometheus_mapper_yaml: e.s("PROMETHEUS_MAPPER_YAML", ""),
+            prometheus_response_time_as_milliseconds: e
+                .b("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", false)?,
+            use_dog_statsd,
+            extra_tags: parse_tags(&e.s("EXTRA_TAGS", ""))
+                .map_err(|m| SettingsError(format!("EXTRA_TAGS: {m}")))?,
+            local_cache_size_in_bytes: e.n("LOCAL_CACHE_SIZE_IN_BYTES", 0)?,
             runtime_root: e.s("RUNTIME_ROOT", "/srv/runtime_data/current"),
             runtime_subdirectory: e.s("RUNTIME_SUBDIRECTORY", ""),
             runtime_appdirectory: e.s("RUNTIME_APPDIRECTORY", "config"),
@@ -509,6 +554,49 @@ mod tests {
         assert!(e.0.contains("USE_STATSD and USE_PROMETHEUS"), "{e}");
         let s = settings(&[("USE_PROMETHEUS", "true"), ("USE_STATSD", "false")]).unwrap();
         assert!(s.use_prometheus);
+        let e = settings(&[("USE_DOG_STATSD", "true")]).unwrap_err();
+        assert!(e.0.starts_with("USE_DOG_STATSD: one stats sink"), "{e}");
+        let s = settings(&[("USE_DOG_STATSD", "true"), ("USE_STATSD", "false")]).unwrap();
+        assert!(s.use_dog_statsd && !s.use_statsd);
+    }
+
+    #[test]
+    fn stats_settings_as_the_reference_reads_them() {
+        let s = settings(&[]).unwrap();
+        assert!(s.extra_tags.is_empty() && s.prometheus_mapper_yaml.is_empty());
+        assert!(!s.prometheus_response_time_as_milliseconds && !s.use_dog_statsd);
+        assert_eq!(s.local_cache_size_in_bytes, 0);
+        let s = settings(&[
+            ("EXTRA_TAGS", "foo:bar,a:b,foo:baz"),
+            ("LOCAL_CACHE_SIZE_IN_BYTES", "1048576"),
+            ("PROMETHEUS_RESPONSE_TIME_AS_MILLISECONDS", "true"),
+        ])
+        .unwrap();
+        let tags: Vec<(&str, &str)> = s
+            .extra_tags
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(tags, [("a", "b"), ("foo", "baz")], "the last value wins");
+        assert_eq!(s.local_cache_size_in_bytes, 1 << 20);
+        assert!(s.prometheus_response_time_as_milliseconds);
+        assert!(settings(&[("EXTRA_TAGS", " ")])
+            .unwrap()
+            .extra_tags
+            .is_empty());
+        // envconfig's map: each item exactly one colon.
+        for (bad, item) in [("a:b,c", "c"), ("a:b:c", "a:b:c"), ("a:b,", "")] {
+            assert_eq!(
+                settings(&[("EXTRA_TAGS", bad)]).unwrap_err().0,
+                format!("EXTRA_TAGS: invalid map item: {item:?} (expected k:v,k2:v2)")
+            );
+        }
+        assert_eq!(
+            settings(&[("LOCAL_CACHE_SIZE_IN_BYTES", "-1")])
+                .unwrap_err()
+                .0,
+            "LOCAL_CACHE_SIZE_IN_BYTES: invalid number '-1'"
+        );
     }
 
     #[test]

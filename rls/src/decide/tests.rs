@@ -194,3 +194,21 @@ fn a_policy_limit_is_the_threshold_and_the_current_limit() {
     assert_eq!(s.current_limit.map(|c| c.0), Some(5));
     assert_eq!((d.over_limit, d.near_limit), (1, 1));
 }
+
+#[test]
+fn a_cached_refusal_counts_as_the_references() {
+    // 40 s into a minute's window: 20 s to its end.
+    let (s, d) = judge_cached(&rl(10), 3, 1_700_000_020);
+    assert_eq!((s.code, s.limit_remaining), (Code::OverLimit, 0));
+    assert_eq!(s.current_limit, Some((10, Unit::Minute, String::new())));
+    assert_eq!(s.duration_until_reset_secs, Some(20));
+    assert_eq!(
+        d,
+        StatDelta {
+            total_hits: 3,
+            over_limit: 3,
+            over_limit_with_local_cache: 3,
+            ..StatDelta::default()
+        }
+    );
+}

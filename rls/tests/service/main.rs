@@ -16,6 +16,7 @@ mod no_module;
 mod restart;
 mod sentinel;
 mod settings;
+mod stats;
 mod tls;
 mod xds;
 mod xds_envoy;
