@@ -62,17 +62,7 @@ names=()
 run() {
   local name=$1
   shift
-  local chunk
-  for chunk in $(seq 10); do
-    now=$((now + 100000000))
-    set_clock "$clock" "$now"
-    redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n $((calls / 10)) -r 250 -q "$@" >/dev/null || {
-      echo "$0: redis-benchmark failed on $name; the server's log:" >&2
-      tail -40 "$log" >&2
-      exit 1
-    }
-  done
-  callgrind_control -d "$name" "$pid" >/dev/null 2>&1
+  workload "$name" 10 100000000 "$calls" 250 "$@"
   names+=("$name")
 }
 run warm-up CL.THROTTLE w:__rand_int__ 1000 1 2 1

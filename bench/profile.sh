@@ -71,17 +71,7 @@ rows=()
 run() {
   local name=$1 fn=$2 floor=$3 goal=$4
   shift 4
-  local chunk
-  for chunk in $(seq 25); do
-    now=$((now + 80000000))
-    set_clock "$clock" "$now"
-    redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n $((calls / 25)) -r 1000 -q "$@" >/dev/null || {
-      echo "$0: redis-benchmark failed on $name; the server's log:" >&2
-      tail -40 "$log" >&2
-      exit 1
-    }
-  done
-  callgrind_control -d "$name" "$pid" >/dev/null 2>&1
+  workload "$name" 25 80000000 "$calls" 1000 "$@"
   rows+=("$name|$fn|$floor|$goal")
 }
 run warm-up - - - FLOOR.ONE w:__rand_int__

@@ -48,3 +48,23 @@ text() { sed -n "s/.*\"$1\":\"\([^\"]*\)\".*/\1/p" <<<"$answer"; }
 set_clock() {
   printf '%020d %020d\n' "$2" "$2" 1<>"$1"
 }
+
+# workload NAME CHUNKS STEP CALLS KEYS WORD...: CALLS calls of WORD... over
+# KEYS random keys (redis-benchmark, pipelined 16 deep) in CHUNKS runs, the
+# server's clock stepped by STEP ns before each run; then callgrind's
+# counters are dumped under NAME. Uses the server's $port, $pid, $log and
+# clock file $clock, and moves $now.
+workload() {
+  local name=$1 chunks=$2 step=$3 calls=$4 keys=$5 chunk
+  shift 5
+  for chunk in $(seq "$chunks"); do
+    now=$((now + step))
+    set_clock "$clock" "$now"
+    redis-benchmark -h 127.0.0.1 -p "$port" -c 1 -P 16 -n $((calls / chunks)) -r "$keys" -q "$@" >/dev/null || {
+      echo "$0: redis-benchmark failed on $name; the server's log:" >&2
+      tail -40 "$log" >&2
+      exit 1
+    }
+  done
+  callgrind_control -d "$name" "$pid" >/dev/null 2>&1
+}

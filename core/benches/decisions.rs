@@ -6,13 +6,13 @@ use cell_core::gcra::Gcra;
 use cell_core::sliding::{self, Log, SlidingWindow};
 use cell_core::sliding_approx::ApproxWindow;
 use cell_core::zoned::{self, Zones};
-use criterion::{criterion_group, criterion_main, Criterion};
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 const NOW: i64 = 1_700_000_000_000_000_000;
 const SEC: i64 = 1_000_000_000;
 
-fn decisions(c: &mut Criterion) {
+fn decisions(c: &mut Timer) {
     let gcra = Gcra::new(15, 30, 60 * SEC).unwrap();
     c.bench_function("gcra decide", |b| {
         b.iter(|| gcra.decide(black_box(Some(NOW + 10 * SEC)), black_box(NOW), 1))
@@ -98,5 +98,73 @@ fn decisions(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, decisions);
-criterion_main!(benches);
+/// Times closures as `cargo bench` runs this file (`harness = false`): each
+/// benchmark whose name contains the filter (the first argument that is not
+/// a flag: `cargo bench -p cell-core --bench decisions -- calendar`) runs
+/// in 21 samples of about 20 ms each, and its line gives the median
+/// nanoseconds per call with the fastest and slowest samples beside it.
+struct Timer {
+    filter: Option<String>,
+}
+
+struct Bencher {
+    per_call: Vec<f64>,
+}
+
+impl Timer {
+    fn from_args() -> Self {
+        let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+        Timer { filter }
+    }
+
+    fn bench_function(&mut self, name: &str, f: impl FnOnce(&mut Bencher)) {
+        if self
+            .filter
+            .as_ref()
+            .is_some_and(|want| !name.contains(want.as_str()))
+        {
+            return;
+        }
+        let mut b = Bencher {
+            per_call: Vec::new(),
+        };
+        f(&mut b);
+        b.per_call.sort_by(f64::total_cmp);
+        let n = b.per_call.len();
+        println!(
+            "{name:<50} {:>9.1} ns  ({:.1} .. {:.1})",
+            b.per_call[n / 2],
+            b.per_call[0],
+            b.per_call[n - 1]
+        );
+    }
+}
+
+impl Bencher {
+    fn iter<R>(&mut self, mut f: impl FnMut() -> R) {
+        // Calls per sample: doubled until a sample takes 20 ms.
+        let mut calls = 1u64;
+        loop {
+            let t = Instant::now();
+            for _ in 0..calls {
+                black_box(f());
+            }
+            if t.elapsed() >= Duration::from_millis(20) || calls >= 1 << 40 {
+                break;
+            }
+            calls *= 2;
+        }
+        for _ in 0..21 {
+            let t = Instant::now();
+            for _ in 0..calls {
+                black_box(f());
+            }
+            self.per_call
+                .push(t.elapsed().as_nanos() as f64 / calls as f64);
+        }
+    }
+}
+
+fn main() {
+    decisions(&mut Timer::from_args());
+}

@@ -7,6 +7,14 @@
 // (`policies/policies.rs`).
 #![allow(clippy::module_inception)]
 
+/// The repository's root (this suite's package is `tests/`), as a literal
+/// that `concat!` takes.
+macro_rules! root {
+    () => {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/..")
+    };
+}
+
 mod support;
 mod twin;
 

@@ -50,26 +50,7 @@ fn issue(dir: &Path, name: &str, san: &str, usage: &str) {
             &csr,
         ],
     );
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            &ext,
-            "-out",
-            &crt,
-        ],
-    );
+    sign_with_ca(dir, &csr, &ext, &crt);
 }
 
 /// A CA; Redis's certificate (127.0.0.1); the service's gRPC certificate

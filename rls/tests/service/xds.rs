@@ -66,6 +66,13 @@ fn refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
 }
 
 /// `n` calls for `user=<u>` in domain `xds`: their codes.
+/// A fresh user's three calls under `user_config(2, ..)`: two allowed, the third over.
+async fn allows_two(rls: &Rls, tag: &str) {
+    let mut c = rls.client().await;
+    let u = unique(tag);
+    assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
+}
+
 async fn hits(c: &mut Client, u: &str, n: usize) -> Vec<i32> {
     let mut out = Vec::new();
     for _ in 0..n {
@@ -229,9 +236,7 @@ async fn without_force_start_the_service_waits_for_its_first_config() {
     server.push("v1", &[user_config(2, RateLimitUnit::Hour)]);
     let (rls, ready) = started.join().unwrap();
     assert!(ready >= pushed);
-    let mut c = rls.client().await;
-    let u = unique("w");
-    assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
+    allows_two(&rls, "w").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -545,26 +550,7 @@ fn certificates() -> std::path::PathBuf {
     csr.extend_from_slice(&ec);
     csr.extend_from_slice(&["-keyout", "server.key", "-out", "server.csr"]);
     openssl(&d, &csr);
-    openssl(
-        &d,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-extfile",
-            "server.ext",
-            "-out",
-            "server.crt",
-        ],
-    );
+    sign_with_ca(&d, "server.csr", "server.ext", "server.crt");
     openssl(
         &d,
         &[
@@ -676,9 +662,7 @@ async fn the_xds_link_is_mutual_tls() {
     let env = tls_env("xds.test.internal", true);
     let rls = Rls::start(&redis.url(), &[], &refs(&env));
     acked(&server, "tls-1");
-    let mut c = rls.client().await;
-    let u = unique("t");
-    assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
+    allows_two(&rls, "t").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -100,56 +100,7 @@ static_resources:
                     - name: first-listener/*
                       domains: ["*"]
                       routes:
-                        - name: first-route
-                          match: { path: /header }
-                          route: { cluster: app }
-                          typed_per_filter_config:
-                            envoy.filters.http.ratelimit:
-                              "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute
-                              domain: first-listener
-                              rate_limits:
-                                - actions:
-                                    - generic_key: { descriptor_key: first-route, descriptor_value: first-route }
-                                    - header_value_match:
-                                        descriptor_key: rule-0-match-0
-                                        descriptor_value: rule-0-match-0
-                                        expect_match: true
-                                        headers: [{ name: x-user-id, string_match: { exact: one } }]
-                        - name: second-route
-                          match: { path: /distinct }
-                          route: { cluster: app }
-                          typed_per_filter_config:
-                            envoy.filters.http.ratelimit:
-                              "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute
-                              domain: first-listener
-                              rate_limits:
-                                - actions:
-                                    - generic_key: { descriptor_key: second-route, descriptor_value: second-route }
-                                    - request_headers: { header_name: x-user-id, descriptor_key: rule-0-match-0 }
-                        - name: third-route
-                          match: { path: /address }
-                          route: { cluster: app }
-                          typed_per_filter_config:
-                            envoy.filters.http.ratelimit:
-                              "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute
-                              domain: first-listener
-                              rate_limits:
-                                - actions:
-                                    - generic_key: { descriptor_key: third-route, descriptor_value: third-route }
-                                    - masked_remote_address: { v4_prefix_mask_len: 0, v6_prefix_mask_len: 0 }
-                                    - remote_address: {}
-                        - name: req-cost
-                          match: { path: /cost }
-                          route: { cluster: app }
-                          typed_per_filter_config:
-                            envoy.filters.http.ratelimit:
-                              "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute
-                              domain: first-listener
-                              rate_limits:
-                                - actions:
-                                    - generic_key: { descriptor_key: req-cost, descriptor_value: req-cost }
-                                    - generic_key: { descriptor_key: rule-0-match--1, descriptor_value: rule-0-match--1 }
-                                  hits_addend: { number: 3 }
+ROUTES
   clusters:
     - name: app
       type: STATIC
@@ -174,6 +125,60 @@ static_resources:
               - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: RLS } } }
 "#;
 
+/// The routes, each as Envoy Gateway writes a route with a rate limit: a
+/// `generic_key` naming the route, then the rule's own actions (YAML at the
+/// actions' indentation; a `hits_addend` two spaces less).
+const ROUTES: &[(&str, &str, &str)] = &[
+    (
+        "first-route",
+        "/header",
+        r#"                                    - header_value_match:
+                                        descriptor_key: rule-0-match-0
+                                        descriptor_value: rule-0-match-0
+                                        expect_match: true
+                                        headers: [{ name: x-user-id, string_match: { exact: one } }]"#,
+    ),
+    (
+        "second-route",
+        "/distinct",
+        r#"                                    - request_headers: { header_name: x-user-id, descriptor_key: rule-0-match-0 }"#,
+    ),
+    (
+        "third-route",
+        "/address",
+        r#"                                    - masked_remote_address: { v4_prefix_mask_len: 0, v6_prefix_mask_len: 0 }
+                                    - remote_address: {}"#,
+    ),
+    (
+        "req-cost",
+        "/cost",
+        r#"                                    - generic_key: { descriptor_key: rule-0-match--1, descriptor_value: rule-0-match--1 }
+                                  hits_addend: { number: 3 }"#,
+    ),
+];
+
+fn routes() -> String {
+    ROUTES
+        .iter()
+        .map(|(name, path, actions)| {
+            format!(
+                r#"                        - name: {name}
+                          match: {{ path: {path} }}
+                          route: {{ cluster: app }}
+                          typed_per_filter_config:
+                            envoy.filters.http.ratelimit:
+                              "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimitPerRoute
+                              domain: first-listener
+                              rate_limits:
+                                - actions:
+                                    - generic_key: {{ descriptor_key: {name}, descriptor_value: {name} }}
+{actions}
+"#
+            )
+        })
+        .collect()
+}
+
 struct Envoy {
     child: std::process::Child,
     port: u16,
@@ -190,6 +195,7 @@ fn start_envoy(rls_port: u16) -> Envoy {
     let app = upstream();
     let (port, admin) = (free_port(), free_port());
     let cfg = ENVOY
+        .replace("ROUTES\n", &routes())
         .replace("port_value: ADMIN", &format!("port_value: {admin}"))
         .replace("port_value: LISTEN", &format!("port_value: {port}"))
         .replace("port_value: APP", &format!("port_value: {app}"))

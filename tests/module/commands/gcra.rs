@@ -93,11 +93,7 @@ fn enabled_it_is_registered_beside_the_other_module_arguments() {
         let cat = format!("{:?}", cmd(c, "ACL CAT ratelimit").unwrap());
         assert!(cat.contains("\"gcra\""), "{cat}");
     }
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/docs/commands/gcra.md"
-    ))
-    .unwrap();
+    let page = std::fs::read_to_string(concat!(root!(), "/docs/commands/gcra.md")).unwrap();
     assert!(page
         .lines()
         .any(|l| l == "GCRA key max_burst tokens_per_period period [TOKENS count]"));
@@ -361,7 +357,7 @@ fn replication_and_the_aof_get_the_effect() {
 /// The stand-in for a server with its own `GCRA`: a module loaded first
 /// that registers one.
 fn other_gcra_module() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = PathBuf::from(root!());
     let dir = root.join("target/other-gcra");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("libother_gcra-{}.so", std::process::id()));

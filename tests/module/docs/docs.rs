@@ -68,7 +68,7 @@ fn every_example_and_every_documented_error_is_what_the_server_answers() {
     for page in &pages {
         let text = std::fs::read_to_string(page).unwrap();
         let name = page
-            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .strip_prefix(root!())
             .unwrap_or(page)
             .display()
             .to_string();
@@ -156,7 +156,7 @@ fn the_readmes_sessions_answer_the_same_when_typed_by_hand() {
     let mut failures = Vec::new();
     let mut sessions = 0;
     let name = "README.md";
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap();
+    let text = std::fs::read_to_string(Path::new(root!()).join(name)).unwrap();
     for block in &read_page(name, &text, &mut failures).blocks {
         if let Kind::Session(session) = &block.kind {
             sessions += 1;
@@ -175,8 +175,7 @@ fn the_readmes_sessions_answer_the_same_when_typed_by_hand() {
 
 /// The fixed error texts of `src/error.rs` (`CmdError::Reply("...")`).
 fn error_texts() -> Vec<String> {
-    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/error.rs"))
-        .expect("src/error.rs");
+    let source = std::fs::read_to_string(concat!(root!(), "/src/error.rs")).expect("src/error.rs");
     source
         .split("CmdError::Reply(")
         .skip(1)
@@ -188,7 +187,7 @@ fn error_texts() -> Vec<String> {
 }
 
 fn pages() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(root!());
     let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs/commands"))
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -108,10 +108,7 @@ fn python_helper_uses_the_twin_only_without_the_module() {
 
 fn python(s: &Server, user: &str, mode: &str) -> Vec<String> {
     let out = std::process::Command::new("python3")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/python_headers.py"
-        ))
+        .arg(concat!(root!(), "/examples/python_headers.py"))
         .arg(user)
         .arg(mode)
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
@@ -120,9 +117,9 @@ fn python(s: &Server, user: &str, mode: &str) -> Vec<String> {
             // redis-py and the redis-cell package built from this
             // checkout, as scripts/deps installs them.
             concat!(
-                env!("CARGO_MANIFEST_DIR"),
+                root!(),
                 "/target/deps/python:",
-                env!("CARGO_MANIFEST_DIR"),
+                root!(),
                 "/target/deps/python-cell"
             ),
         )
@@ -204,10 +201,7 @@ fn worker_examples_wait_for_their_slot() {
 
 fn node(s: &Server, user: &str) -> Vec<String> {
     let out = std::process::Command::new("node")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/examples/node_headers.mjs"
-        ))
+        .arg(concat!(root!(), "/examples/node_headers.mjs"))
         .arg(user)
         .env("REDIS_URL", format!("redis://127.0.0.1:{}", s.port))
         .output()

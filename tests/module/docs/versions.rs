@@ -118,8 +118,7 @@ fn shape(line: &str) -> String {
 
 #[test]
 fn the_readmes_load_log_is_the_line_a_server_prints() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(root!(), "/README.md")).unwrap();
     let shown = readme
         .lines()
         .find_map(|l| l.strip_prefix("<redis-cell> "))
@@ -155,7 +154,7 @@ fn the_readmes_load_log_is_the_line_a_server_prints() {
 /// `scripts/version set`); a release of one is a release of all.
 #[test]
 fn every_deliverable_carries_the_one_version() {
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = root!();
     let read = |p: &str| std::fs::read_to_string(format!("{root}/{p}")).unwrap();
     let want = env!("CARGO_PKG_VERSION");
     let pyproject = read("clients/python/pyproject.toml");

@@ -4,7 +4,7 @@
 
 #[test]
 fn generated_scripts_equal_a_fresh_build() {
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = root!();
     let out = std::process::Command::new("python3")
         .arg(format!("{root}/functions/build"))
         .arg("--check")

@@ -8,7 +8,7 @@ use crate::twin;
 use crate::support::*;
 
 fn readme() -> String {
-    std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap()
+    std::fs::read_to_string(concat!(root!(), "/README.md")).unwrap()
 }
 
 /// The README's `ACL SETUSER app ...` line that contains `marker`.
@@ -290,7 +290,7 @@ fn the_examples_run_as_the_app_user_given_the_engine() {
     let s = Server::start();
     drop(as_app(&s, &module_recipe()));
     let url = format!("redis://app:secret@127.0.0.1:{}", s.port);
-    let root = env!("CARGO_MANIFEST_DIR");
+    let root = root!();
     let python = std::process::Command::new("python3")
         .arg(format!("{root}/examples/python_headers.py"))
         .args(["erin", "headers"])

@@ -206,7 +206,7 @@ fn command_docs_for_every_command() {
     }
     let mut missing = Vec::new();
     for name in names {
-        let page = format!("{}/docs/commands/{name}.md", env!("CARGO_MANIFEST_DIR"));
+        let page = format!("{}/docs/commands/{name}.md", root!());
         assert!(std::path::Path::new(&page).is_file(), "no page {page}");
         if !server_version().has_7_0() {
             // Before 7.0 there is no COMMAND DOCS; COMMAND INFO knows the command.
@@ -318,8 +318,7 @@ fn app_user(s: &Server) -> redis::Connection {
 
 #[test]
 fn the_readme_acl_recipe_grants_every_public_command_and_no_effect() {
-    let readme =
-        std::fs::read_to_string(format!("{}/README.md", env!("CARGO_MANIFEST_DIR"))).unwrap();
+    let readme = std::fs::read_to_string(format!("{}/README.md", root!())).unwrap();
     let recipe = acl_recipe();
     assert!(readme.contains(&recipe), "README lacks {recipe}");
     let s = Server::start();

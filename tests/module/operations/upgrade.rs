@@ -9,8 +9,7 @@ use std::path::PathBuf;
 
 /// The original redis-cell 0.2.2, built by scripts/deps.
 fn original() -> String {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target/deps/redis-cell-0.2.2/libredis_cell.so");
+    let path = PathBuf::from(root!()).join("target/deps/redis-cell-0.2.2/libredis_cell.so");
     assert!(
         path.is_file(),
         "the original redis-cell is missing at {}: run scripts/deps",

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 pub const PREFIX: &str = "twin:";
 
 pub fn functions_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("functions")
+    PathBuf::from(root!()).join("functions")
 }
 
 /// A generated file of the library, which must exist.

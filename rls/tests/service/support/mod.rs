@@ -565,6 +565,31 @@ pub async fn grpc_health(rls: &Rls, service: &str) -> i32 {
 }
 
 /// Runs `openssl` with `args` in `dir`, failing loudly.
+/// Signs the request `csr` with the CA in `dir` (`ca.crt`, `ca.key`) for two
+/// days, with the extensions in the file `ext`, into `out`.
+pub fn sign_with_ca(dir: &std::path::Path, csr: &str, ext: &str, out: &str) {
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+            "-out",
+            out,
+        ],
+    );
+}
+
 pub fn openssl(dir: &std::path::Path, args: &[&str]) {
     let out = std::process::Command::new("openssl")
         .args(args)
