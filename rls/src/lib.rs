@@ -19,6 +19,7 @@ pub mod service;
 pub mod settings;
 pub mod stats;
 pub mod tls;
+pub mod trace;
 pub mod xds;
 
 use std::net::SocketAddr;
@@ -77,6 +78,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     let (http_cap, grpc_cap) = connection_caps(&settings, nofile);
+    trace::init(&settings.tracing);
     // Before anything connects or listens: a certificate that cannot be
     // read stops the start, as in the reference.
     let grpc_tls = if settings.grpc_tls.enabled {
@@ -292,6 +294,9 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .add_service(net::Tracked(RateLimitServiceServer::new(Grpc(state))))
         .serve_with_incoming_shutdown(incoming, shutdown)
         .await?;
+    // As the reference shuts its tracer provider down: what is queued is
+    // sent, for at most 5 s.
+    trace::shutdown(Duration::from_secs(5)).await;
     Ok(())
 }
 

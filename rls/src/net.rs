@@ -73,6 +73,8 @@ pub struct ConnState {
     idle_since: AtomicU64,
     /// Past its handshake (the HTTP/2 preface).
     established: AtomicBool,
+    /// The client's address (the gRPC server span's peer).
+    pub peer: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 impl ConnState {
@@ -195,11 +197,14 @@ pub async fn accept_loop(
     let mut backoff = FIRST;
     loop {
         match listener.accept().await {
-            Ok((s, _)) => {
+            Ok((s, peer)) => {
                 backoff = FIRST;
                 let _ = s.set_nodelay(true);
                 match limiter.admit() {
-                    Some(slot) => on_conn(s, slot),
+                    Some(slot) => {
+                        let _ = slot.state.peer.set(peer);
+                        on_conn(s, slot)
+                    }
                     // Every connection is busy: this one closes at once.
                     None => drop(s),
                 }
