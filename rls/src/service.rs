@@ -24,8 +24,8 @@ use crate::settings::Settings;
 use crate::stats::Stats;
 use crate::trace;
 
-/// The service and method of the gRPC server span.
-const GRPC_SERVICE: &str = "envoy.service.ratelimit.v3.RateLimitService";
+/// The gRPC server span's name: the service and the method.
+const GRPC_METHOD: &str = "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 pub struct State {
     pub settings: Settings,
@@ -557,8 +557,7 @@ impl RateLimitService for Grpc {
             .extensions()
             .get::<crate::net::ConnInfo>()
             .and_then(|c| c.0.peer.get().copied());
-        let mut span =
-            trace::grpc_server(request.metadata(), GRPC_SERVICE, "ShouldRateLimit", peer);
+        let mut span = trace::grpc_server(request.metadata(), GRPC_METHOD, peer);
         st.stats
             .add("ratelimit_server.ShouldRateLimit.total_requests", 1);
         let r = trace::scope(span.context(), st.decide_detached(request.into_inner())).await;

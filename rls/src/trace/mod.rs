@@ -68,7 +68,8 @@ pub struct Context {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     pub sampled: bool,
-    pub trace_state: Arc<str>,
+    /// The caller's `tracestate`, when it sent one.
+    pub trace_state: Option<Arc<str>>,
 }
 
 pub struct Tracer {
@@ -242,9 +243,7 @@ fn start(name: &str, scope: Scope, kind: i32, parent: Option<&Context>, remote: 
     });
     let span_id = random_nonzero().to_be_bytes();
     let sampled = t.sampler.sampled(parent.map(|p| p.sampled), &trace_id);
-    let trace_state: Arc<str> = parent
-        .map(|p| p.trace_state.clone())
-        .unwrap_or_else(|| Arc::from(""));
+    let trace_state = parent.and_then(|p| p.trace_state.clone());
     let data = sampled.then(|| {
         let mut flags = pb::FLAG_SAMPLED | pb::FLAG_HAS_IS_REMOTE;
         if remote {
@@ -253,7 +252,7 @@ fn start(name: &str, scope: Scope, kind: i32, parent: Option<&Context>, remote: 
         Box::new(pb::Span {
             trace_id: trace_id.to_vec(),
             span_id: span_id.to_vec(),
-            trace_state: trace_state.to_string(),
+            trace_state: trace_state.as_deref().unwrap_or_default().to_string(),
             parent_span_id: parent.map(|p| p.span_id.to_vec()).unwrap_or_default(),
             name: name.to_string(),
             kind,
@@ -289,8 +288,7 @@ pub fn child(name: &str, scope: Scope) -> Span {
 /// caller's context from the metadata.
 pub fn grpc_server(
     metadata: &tonic::metadata::MetadataMap,
-    service: &str,
-    method: &str,
+    full_method: &str,
     peer: Option<SocketAddr>,
 ) -> Span {
     if !enabled() {
@@ -301,16 +299,17 @@ pub fn grpc_server(
         trace_id: r.trace_id,
         span_id: r.span_id,
         sampled: r.sampled,
-        trace_state: Arc::from(r.trace_state),
+        trace_state: (!r.trace_state.is_empty()).then(|| Arc::from(r.trace_state)),
     });
     let mut span = start(
-        &format!("{service}/{method}"),
+        full_method,
         Scope::Grpc,
         pb::KIND_SERVER,
         parent.as_ref(),
         parent.is_some(),
     );
     if span.recording() {
+        let (service, method) = full_method.rsplit_once('/').unwrap_or((full_method, ""));
         span.set_str("rpc.system", "grpc");
         span.set_str("rpc.service", service);
         span.set_str("rpc.method", method);

@@ -16,6 +16,7 @@ mod no_module;
 mod restart;
 mod sentinel;
 mod tls;
+mod tracing;
 mod xds;
 mod xds_envoy;
 mod xds_server;
