@@ -362,7 +362,8 @@ struct GrpcLink {
 
 impl GrpcLink {
     fn new(e: &ExporterSettings) -> GrpcLink {
-        let uri = format!("http://{}", authority(e));
+        let scheme = if e.insecure { "http" } else { "https" };
+        let uri = format!("{scheme}://{}", authority(e));
         let endpoint = match Endpoint::from_shared(uri) {
             Ok(ep) => ep.connect_timeout(e.timeout).tcp_nodelay(true),
             Err(err) => {

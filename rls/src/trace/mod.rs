@@ -129,9 +129,12 @@ pub fn init(s: &TraceSettings) {
 pub async fn shutdown(timeout: Duration) {
     let Some(t) = TRACER.get() else { return };
     let (done, wait) = oneshot::channel();
-    if t.flush.send(done).await.is_ok() {
-        let _ = tokio::time::timeout(timeout, wait).await;
-    }
+    let flushed = async {
+        if t.flush.send(done).await.is_ok() {
+            let _ = wait.await;
+        }
+    };
+    let _ = tokio::time::timeout(timeout, flushed).await;
 }
 
 pub fn enabled() -> bool {
