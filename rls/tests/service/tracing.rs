@@ -147,6 +147,28 @@ impl Collector {
         Collector { port, got, task }
     }
 
+    /// OTLP/HTTP over TLS, with the certificate and key (PEM) given.
+    async fn https(cert: &[u8], key: &[u8]) -> Collector {
+        let id = native_tls::Identity::from_pkcs8(cert, key).expect("the collector's identity");
+        let acceptor =
+            tokio_native_tls::TlsAcceptor::from(native_tls::TlsAcceptor::new(id).unwrap());
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let got: Got = Arc::default();
+        let g = got.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((s, _)) = l.accept().await {
+                let (acceptor, g) = (acceptor.clone(), g.clone());
+                tokio::spawn(async move {
+                    if let Ok(tls) = acceptor.accept(s).await {
+                        http_conn(tls, g).await;
+                    }
+                });
+            }
+        });
+        Collector { port, got, task }
+    }
+
     /// Takes connections and never answers (nor reads).
     async fn black_hole() -> Collector {
         let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -172,7 +194,7 @@ fn async_stream_of(l: TcpListener) -> impl futures_util::Stream<Item = std::io::
     })
 }
 
-async fn http_conn(mut s: TcpStream, got: Got) {
+async fn http_conn<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut s: S, got: Got) {
     let mut buf: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -677,4 +699,49 @@ async fn a_collector_down_or_silent_fails_no_request() {
             .count();
         assert!(lines <= 2, "{log}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn otlp_http_over_tls_to_a_collector_of_a_private_ca() {
+    let d = tempdir("otlp-tls");
+    crate::tls::make_ca(&d, "collector CA");
+    crate::tls::issue(&d, "otel", "IP:127.0.0.1", "serverAuth");
+    let read = |f: &str| std::fs::read(d.join(f)).unwrap();
+    let collector = Collector::https(&read("otel.crt"), &read("otel.key")).await;
+    let redis = Redis::start();
+    let endpoint = format!("https://127.0.0.1:{}", collector.port);
+    let ca = d.join("ca.crt").to_string_lossy().into_owned();
+    let mut env = vec![
+        ("TRACING_ENABLED", "true"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+    ];
+    // Without the collector's CA the export fails (the system's roots do
+    // not know it), and the calls do not.
+    let rls = Rls::start(&redis.url(), &[("traced.yaml", CONFIG)], &env);
+    let mut c = rls.client().await;
+    let user = unique("u");
+    c.should_rate_limit(traced_request(&user, None))
+        .await
+        .unwrap();
+    wait_until(
+        "the TLS failure in the log",
+        Duration::from_secs(10),
+        || {
+            rls.log_text()
+                .contains("spans not exported to https://127.0.0.1")
+        },
+    );
+    assert!(collector.spans().is_empty());
+    drop(rls);
+
+    env.push(("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.as_str()));
+    let rls = Rls::start(&redis.url(), &[("traced.yaml", CONFIG)], &env);
+    let mut c = rls.client().await;
+    c.should_rate_limit(traced_request(&user, None))
+        .await
+        .unwrap();
+    let spans = collector.wait_spans(3).await;
+    named(&spans, GRPC_SPAN);
+    assert_eq!(collector.got.lock().unwrap()[0].path, "/v1/traces");
 }
