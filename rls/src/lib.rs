@@ -4,7 +4,7 @@
 //! Pure parts: `config` (parse, validate, match), `plan` (keys, commands,
 //! replies), `decide` (statuses, stats, overall code), `settings`, `stats`.
 //! Thin parts: `backend` (Redis), `service` (gRPC), `http`, `loader`,
-//! `net` (connection bounds).
+//! `net` (connection bounds), `trace` (OTLP spans and their export).
 
 pub mod backend;
 pub mod config;

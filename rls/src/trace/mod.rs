@@ -143,6 +143,9 @@ pub fn enabled() -> bool {
 
 /// The span the current task runs in, if any.
 pub fn current() -> Option<Context> {
+    if !enabled() {
+        return None;
+    }
     CURRENT.try_with(Context::clone).ok()
 }
 
