@@ -745,3 +745,154 @@ async fn otlp_http_over_tls_to_a_collector_of_a_private_ca() {
     named(&spans, GRPC_SPAN);
     assert_eq!(collector.got.lock().unwrap()[0].path, "/v1/traces");
 }
+
+/// The example's Envoy, tracing every request with its OpenTelemetry
+/// tracer to `collector` (OTLP/gRPC): Envoy sends `traceparent` on the rate
+/// limit call.
+fn traced_envoy_config(rls_port: u16, app_port: u16, collector: u16) -> (String, u16, u16) {
+    let text = std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap();
+    let (port, admin) = (free_port(), free_port());
+    let mut cfg = text;
+    for (from, to) in [
+        (9901, admin),
+        (10000, port),
+        (8000, app_port),
+        (8081, rls_port),
+    ] {
+        let from = format!("port_value: {from} }}");
+        assert!(cfg.contains(&from), "examples/envoy.yaml has no {from}");
+        cfg = cfg.replace(&from, &format!("port_value: {to} }}"));
+    }
+    let tracing = r#"                stat_prefix: ingress
+                tracing:
+                  random_sampling: { value: 100 }
+                  provider:
+                    name: envoy.tracers.opentelemetry
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig
+                      service_name: envoy
+                      grpc_service:
+                        envoy_grpc: { cluster_name: otel }
+"#;
+    cfg = cfg.replace("                stat_prefix: ingress\n", tracing);
+    cfg.push_str(&format!(
+        r#"    - name: otel
+      type: STATIC
+      connect_timeout: 1s
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config:
+            http2_protocol_options: {{}}
+      load_assignment:
+        cluster_name: otel
+        endpoints:
+          - lb_endpoints:
+              - endpoint:
+                  address:
+                    socket_address: {{ address: 127.0.0.1, port_value: {collector} }}
+"#
+    ));
+    (cfg, port, admin)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn envoys_trace_goes_on_through_the_service() {
+    not_near_hour_end();
+    let collector = Collector::grpc().await;
+    let redis = Redis::start();
+    let edge = std::fs::read_to_string(repo_root().join("rls/examples/config/edge.yaml")).unwrap();
+    let endpoint = format!("http://127.0.0.1:{}", collector.port);
+    let rls = Rls::start(
+        &redis.url(),
+        &[("edge.yaml", &edge)],
+        &[
+            ("TRACING_ENABLED", "true"),
+            ("TRACING_EXPORTER_PROTOCOL", "grpc"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
+            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+            // Envoy samples: its sampled flag decides, not this rate.
+            ("TRACING_SAMPLING_RATE", "0"),
+        ],
+    );
+    let app = crate::envoy::upstream();
+    let (cfg, port, admin) = traced_envoy_config(rls.grpc_port, app, collector.port);
+    let dir = tempdir("envoy-traced");
+    let file = dir.join("envoy.yaml");
+    std::fs::write(&file, cfg).unwrap();
+    let log = dir.join("envoy.log");
+    let mut envoy = crate::envoy::spawn_envoy(&file, &log);
+    let envoy_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until("Envoy ready", Duration::from_secs(30), || {
+        assert!(
+            envoy.try_wait().ok().flatten().is_none(),
+            "envoy exited: {}",
+            envoy_log()
+        );
+        http_get(admin, "/ready")
+            .map(|(c, _)| c == 200)
+            .unwrap_or(false)
+    });
+    let user = unique("user");
+    let (code, text) = http_request(
+        port,
+        &format!("GET /x HTTP/1.1\r\nHost: app\r\nx-user: {user}\r\nConnection: close\r\n\r\n"),
+    )
+    .unwrap();
+    assert_eq!(code, 200, "{text}");
+
+    // The service's three spans (Envoy's come when it flushes, every 5 s).
+    let start = Instant::now();
+    let (server, envoy_spans) = loop {
+        let spans = collector.spans();
+        let ours: Vec<&Seen> = spans.iter().filter(|s| s.span.name == GRPC_SPAN).collect();
+        if let Some(server) = ours.first() {
+            let envoys: Vec<Span> = spans
+                .iter()
+                .filter(|s| {
+                    s.resource
+                        .iter()
+                        .any(|(k, v)| k == "service.name" && v == "envoy")
+                })
+                .map(|s| s.span.clone())
+                .collect();
+            if envoys
+                .iter()
+                .any(|e| e.span_id == server.span.parent_span_id)
+            {
+                break (server.span.clone(), envoys);
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no service span under one of Envoy's: {:?}\n{}",
+            spans
+                .iter()
+                .map(|s| (
+                    &s.span.name,
+                    hex(&s.span.trace_id),
+                    hex(&s.span.parent_span_id)
+                ))
+                .collect::<Vec<_>>(),
+            envoy_log()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let parent = envoy_spans
+        .iter()
+        .find(|e| e.span_id == server.parent_span_id)
+        .unwrap();
+    assert_eq!(
+        server.trace_id, parent.trace_id,
+        "one trace from Envoy to Redis"
+    );
+    assert_eq!(server.flags & 0x300, 0x300, "under a remote parent");
+    let spans = collector.spans();
+    for name in ["ShouldRateLimit Execution", "Redis Pipeline Execution"] {
+        let s = named(&spans, name);
+        assert_eq!(s.span.trace_id, server.trace_id);
+        assert_eq!(s.span.parent_span_id, server.span_id);
+    }
+    let _ = envoy.kill();
+    let _ = envoy.wait();
+}
