@@ -74,6 +74,7 @@ pub struct Context {
 
 pub struct Tracer {
     sampler: Sampler,
+    value_limit: Option<usize>,
     queue: mpsc::Sender<Finished>,
     /// Spans dropped because the queue was full.
     pub dropped: AtomicU64,
@@ -115,6 +116,7 @@ pub fn init(s: &TraceSettings) {
     ));
     let tracer = Tracer {
         sampler: Sampler::new(s.sampling_rate),
+        value_limit: s.attribute_value_length_limit,
         queue,
         dropped: AtomicU64::new(0),
         flush,
@@ -189,6 +191,10 @@ impl Span {
 
     pub fn set_str(&mut self, key: &str, v: impl Into<String>) {
         if let Some(d) = &mut self.data {
+            let mut v = v.into();
+            if let Some(limit) = TRACER.get().and_then(|t| t.value_limit) {
+                truncate(&mut v, limit);
+            }
             d.attributes.push(pb::KeyValue::string(key, v));
         }
     }
@@ -328,6 +334,17 @@ pub fn grpc_server(
     span
 }
 
+/// Cuts `s` to at most `limit` bytes, on a character boundary.
+fn truncate(s: &mut String, limit: usize) {
+    if s.len() > limit {
+        let mut end = limit;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
 fn now_nanos() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -381,6 +398,19 @@ fn uuid_v4() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_values_are_cut_on_a_character_boundary() {
+        let mut s = "aé".repeat(3);
+        truncate(&mut s, 5);
+        assert_eq!(s, "aéa");
+        let mut s = "aé".to_string();
+        truncate(&mut s, 2);
+        assert_eq!(s, "a");
+        let mut s = "short".to_string();
+        truncate(&mut s, 4096);
+        assert_eq!(s, "short");
+    }
 
     #[test]
     fn uuids_are_version_4() {

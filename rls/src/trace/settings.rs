@@ -38,6 +38,12 @@ pub struct TraceSettings {
     pub batch: BatchSettings,
     /// `OTEL_RESOURCE_ATTRIBUTES`, under the service's own three.
     pub resource_attributes: Vec<(String, String)>,
+    /// `OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT` (or
+    /// `OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`): string attributes are cut to
+    /// this many bytes; `None` (`-1`): no limit. Go's default is no limit;
+    /// here 4096, so that a client's huge request (`request string`) cannot
+    /// fill the queue's memory or a batch past a collector's size limit.
+    pub attribute_value_length_limit: Option<usize>,
     /// What was ignored, logged at start.
     pub warnings: Vec<String>,
 }
@@ -213,6 +219,19 @@ impl TraceSettings {
             Some(v) => parse_pairs("OTEL_RESOURCE_ATTRIBUTES", &v, &mut warnings, false),
             None => Vec::new(),
         };
+        let mut attribute_value_length_limit = Some(DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT);
+        for name in [
+            "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+            "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+        ] {
+            if let Some(v) = otel(name) {
+                match v.parse::<i64>() {
+                    Ok(n) if n < 0 => attribute_value_length_limit = None,
+                    Ok(n) => attribute_value_length_limit = usize::try_from(n).ok(),
+                    Err(_) => warnings.push(format!("{name}: invalid number '{v}': ignored")),
+                }
+            }
+        }
         let (client_cert, client_key) = match (pick("CLIENT_CERTIFICATE"), pick("CLIENT_KEY")) {
             (Some(c), Some(k)) => (c, k),
             _ => (String::new(), String::new()),
@@ -242,10 +261,13 @@ impl TraceSettings {
                 max_batch,
             },
             resource_attributes,
+            attribute_value_length_limit,
             warnings: if enabled { warnings } else { Vec::new() },
         })
     }
 }
+
+pub const DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT: usize = 4096;
 
 struct Url {
     scheme: String,
@@ -554,5 +576,14 @@ mod tests {
             ]
         );
         assert_eq!((s.batch.max_queue, s.batch.max_batch), (100, 100));
+        assert_eq!(s.attribute_value_length_limit, Some(4096));
+        let s = from(&[("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "-1")]).unwrap();
+        assert_eq!(s.attribute_value_length_limit, None);
+        let s = from(&[
+            ("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "-1"),
+            ("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "10"),
+        ])
+        .unwrap();
+        assert_eq!(s.attribute_value_length_limit, Some(10));
     }
 }
