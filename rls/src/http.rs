@@ -310,6 +310,14 @@ async fn json_endpoint(st: &Arc<State>, body: &[u8]) -> (u16, String) {
     match st.decide_detached(req).await {
         Err(f) => (500, json!({"error": f.message}).to_string()),
         Ok(resp) => {
+            // As the reference's handler: a span of its own (no parent).
+            let mut span = crate::trace::child(
+                "NewJsonHandler Remaining Execution",
+                crate::trace::Scope::Server,
+            );
+            if span.recording() {
+                span.set_str("response", crate::trace::text::response(&resp));
+            }
             let code = |c: i32| match c {
                 1 => "OK",
                 2 => "OVER_LIMIT",

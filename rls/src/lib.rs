@@ -6,7 +6,8 @@
 //! `metadata` (the response's dynamic metadata), `health` (the verdict,
 //! and the Redis check and gRPC statuses that follow it).
 //! Thin parts: `backend` (Redis), `startup` (its first connection),
-//! `service` (gRPC), `http`, `loader`, `net` (listeners, connection bounds).
+//! `service` (gRPC), `http`, `loader`, `net` (listeners, connection bounds),
+//! `trace` (OTLP spans and their export).
 
 pub mod backend;
 pub mod config;
@@ -25,6 +26,7 @@ pub mod settings;
 pub mod startup;
 pub mod stats;
 pub mod tls;
+pub mod trace;
 pub mod xds;
 
 use std::net::SocketAddr;
@@ -82,6 +84,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         ));
     }
     let (http_cap, grpc_cap) = connection_caps(&settings, nofile);
+    trace::init(&settings.tracing);
     // Before anything connects or listens: a certificate that cannot be
     // read stops the start, as in the reference.
     let grpc_tls = if settings.grpc_tls.enabled {
@@ -292,6 +295,9 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         // As Go's listener does on close: the next start finds no socket.
         let _ = std::fs::remove_file(&settings.grpc_uds);
     }
+    // As the reference shuts its tracer provider down: what is queued is
+    // sent, for at most 5 s.
+    trace::shutdown(Duration::from_secs(5)).await;
     Ok(())
 }
 

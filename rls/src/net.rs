@@ -73,6 +73,8 @@ pub struct ConnState {
     idle_since: AtomicU64,
     /// Past its handshake (the HTTP/2 preface).
     established: AtomicBool,
+    /// The client's address (the gRPC server span's peer).
+    pub peer: std::sync::OnceLock<std::net::SocketAddr>,
 }
 
 impl ConnState {
@@ -187,22 +189,25 @@ impl Limiter {
 /// domain socket (`GRPC_UDS`).
 pub trait Accept: Send + 'static {
     type Conn: Send + 'static;
-    fn accept_conn(&self) -> impl Future<Output = io::Result<Self::Conn>> + Send;
+    /// A connection, and its peer's address where it has one (TCP).
+    fn accept_conn(
+        &self,
+    ) -> impl Future<Output = io::Result<(Self::Conn, Option<std::net::SocketAddr>)>> + Send;
 }
 
 impl Accept for TcpListener {
     type Conn = TcpStream;
-    async fn accept_conn(&self) -> io::Result<TcpStream> {
-        let (s, _) = self.accept().await?;
+    async fn accept_conn(&self) -> io::Result<(TcpStream, Option<std::net::SocketAddr>)> {
+        let (s, peer) = self.accept().await?;
         let _ = s.set_nodelay(true);
-        Ok(s)
+        Ok((s, Some(peer)))
     }
 }
 
 impl Accept for UnixListener {
     type Conn = UnixStream;
-    async fn accept_conn(&self) -> io::Result<UnixStream> {
-        Ok(self.accept().await?.0)
+    async fn accept_conn(&self) -> io::Result<(UnixStream, Option<std::net::SocketAddr>)> {
+        Ok((self.accept().await?.0, None))
     }
 }
 
@@ -218,10 +223,15 @@ pub async fn accept_loop<L: Accept>(
     let mut backoff = FIRST;
     loop {
         match listener.accept_conn().await {
-            Ok(s) => {
+            Ok((s, peer)) => {
                 backoff = FIRST;
                 match limiter.admit() {
-                    Some(slot) => on_conn(s, slot),
+                    Some(slot) => {
+                        if let Some(peer) = peer {
+                            let _ = slot.state.peer.set(peer);
+                        }
+                        on_conn(s, slot)
+                    }
                     // Every connection is busy: this one closes at once.
                     None => drop(s),
                 }

@@ -23,6 +23,10 @@ use crate::log;
 use crate::plan::{self, Charge, Mode};
 use crate::settings::Settings;
 use crate::stats::Stats;
+use crate::trace;
+
+/// The gRPC server span's name: the service and the method.
+const GRPC_METHOD: &str = "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 pub struct State {
     pub settings: Settings,
@@ -189,11 +193,12 @@ impl State {
             });
         };
         let st = self.clone();
-        let task = async move {
+        // The caller's span stays the parent on the decision's own task.
+        let task = crate::trace::scope(crate::trace::current(), async move {
             let r = st.should_rate_limit(&req).await;
             drop(place);
             r
-        };
+        });
         match tokio::spawn(task).await {
             Ok(r) => r,
             // The caller answers a panic as it would its own.
@@ -214,6 +219,11 @@ impl State {
             message: m.to_string(),
             redis: false,
         };
+        let mut span = trace::child("ShouldRateLimit Execution", trace::Scope::Service);
+        if span.recording() {
+            span.set_str("domain", req.domain.as_str());
+            span.set_str("request string", trace::text::request(req));
+        }
         if req.domain.is_empty() {
             return Err(service_err("rate limit domain must not be empty"));
         }
@@ -304,6 +314,17 @@ impl State {
             }
         }
         let per_second_backend = self.per_second.as_deref().unwrap_or(&self.backend);
+        // Until the outcomes are read (the reference's spans the pipelines).
+        let mut redis_span = trace::child("Redis Pipeline Execution", trace::Scope::Redis);
+        if redis_span.recording() {
+            let refused = mode == Mode::AllOrNothing
+                && (plan::never_fits(&charges, mode) || plan::never_fits(&per_second, mode));
+            redis_span.set_int("pipeline length", pipeline_length(&charges, mode, refused));
+            redis_span.set_int(
+                "perSecondPipeline length",
+                pipeline_length(&per_second, mode, refused),
+            );
+        }
         let outcomes = match mode {
             Mode::Reference => {
                 let (main, fast) = futures_util::future::join(
@@ -327,6 +348,7 @@ impl State {
                 .await?
             }
         };
+        drop(redis_span);
         if let Some(lc) = &self.local_cache {
             let counting = mode == Mode::Reference;
             for (c, o) in charges.iter().chain(&per_second).zip(&outcomes) {
@@ -513,6 +535,16 @@ impl State {
     }
 }
 
+/// The commands of a pipeline, the Redis span's attributes (the
+/// reference's count `INCRBY` and `EXPIRE` per key; here the module's
+/// commands and peeks).
+fn pipeline_length(charges: &[Charge], mode: Mode, refused: bool) -> i64 {
+    if charges.is_empty() {
+        return 0;
+    }
+    i64::try_from(plan::plan_with(charges, mode, refused).commands.len()).unwrap_or(i64::MAX)
+}
+
 fn redis_failure(e: redis::RedisError) -> Failure {
     Failure {
         message: format!("redis error: {e}"),
@@ -575,9 +607,18 @@ impl RateLimitService for Grpc {
     ) -> Result<Response<RateLimitResponse>, GrpcStatus> {
         let start = Instant::now();
         let st = &self.0;
+        let peer = request
+            .extensions()
+            .get::<crate::net::ConnInfo>()
+            .and_then(|c| c.0.peer.get().copied());
+        let mut span = trace::grpc_server(request.metadata(), GRPC_METHOD, peer);
         st.stats
             .add("ratelimit_server.ShouldRateLimit.total_requests", 1);
-        let r = st.decide_detached(request.into_inner()).await;
+        let r = trace::scope(span.context(), st.decide_detached(request.into_inner())).await;
+        match &r {
+            Ok(_) => span.set_grpc_status(0, ""),
+            Err(f) => span.set_grpc_status(2, &f.message),
+        }
         st.stats.time(
             "ratelimit_server.ShouldRateLimit.response_time",
             start.elapsed().as_secs_f64(),

@@ -102,6 +102,8 @@ pub struct Settings {
     /// `CONFIG_TYPE`: `FILE` or `GRPC_XDS_SOTW`.
     pub config_type: String,
     pub xds: crate::xds::XdsSettings,
+    /// `TRACING_*` and the OTLP exporter's `OTEL_*` (see `trace::settings`).
+    pub tracing: crate::trace::TraceSettings,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -420,6 +422,7 @@ impl Settings {
             },
             config_type: e.s("CONFIG_TYPE", "FILE"),
             xds: crate::xds::XdsSettings::from_lookup(lookup)?,
+            tracing: crate::trace::TraceSettings::from_lookup(lookup)?,
         };
         if s.grpc_tls.enabled && (s.grpc_tls.cert.is_empty() || s.grpc_tls.key.is_empty()) {
             return Err(SettingsError(

@@ -23,7 +23,7 @@ descriptors:
 
 /// A certificate `name.crt` (key `name.key`) that the CA in `dir` issues
 /// with the given subjectAltName and extended key usage.
-fn issue(dir: &Path, name: &str, san: &str, usage: &str) {
+pub(crate) fn issue(dir: &Path, name: &str, san: &str, usage: &str) {
     let (key, csr, crt, ext) = (
         format!("{name}.key"),
         format!("{name}.csr"),
@@ -72,7 +72,7 @@ fn certificates() -> PathBuf {
 }
 
 /// A self-signed CA (`ca.crt`, `ca.key`) named `cn` in `dir`.
-fn make_ca(dir: &Path, cn: &str) {
+pub(crate) fn make_ca(dir: &Path, cn: &str) {
     let subject = format!("/CN={cn}");
     openssl(
         dir,
