@@ -5,22 +5,10 @@
 //! TZ +09:00 ...`.
 
 use super::{limit_command, peek_command};
-use crate::args::Args;
-use crate::error::CmdError;
-use crate::handler::Reply;
 use crate::limiter::Kind;
-use redis_module::Context;
-
-pub fn incr(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    limit_command(ctx, args, Kind::Fixed)
-}
-
-pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    peek_command(ctx, args, Kind::Fixed)
-}
 
 command! {
-    FW_INCR: "fw.incr" => incr,
+    FW_INCR: "fw.incr" => |ctx, args| limit_command(ctx, args, Kind::Fixed),
     flags: super::WRITE,
     keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
@@ -39,7 +27,7 @@ command! {
 }
 
 command! {
-    FW_PEEK: "fw.peek" => peek,
+    FW_PEEK: "fw.peek" => |ctx, args| peek_command(ctx, args, Kind::Fixed),
     flags: super::READ,
     keys: First, key_use: Read, role: Public,
     docs: Docs {

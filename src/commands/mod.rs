@@ -9,7 +9,7 @@
 macro_rules! command {
     (
         $(#[$attr:meta])*
-        $id:ident: $name:literal => $run:path,
+        $id:ident: $name:literal => $run:expr,
         flags: $flags:expr,
         keys: $keys:ident, key_use: $key_use:ident, role: $role:ident,
         $(subcommands: $subcommands:expr,)?

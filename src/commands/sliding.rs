@@ -16,14 +16,6 @@ use crate::types::WINDOW_TYPE;
 use cell_core::window_state::WindowState;
 use redis_module::Context;
 
-pub fn allow(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    limit_command(ctx, args, Kind::Sliding)
-}
-
-pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    peek_command(ctx, args, Kind::Sliding)
-}
-
 /// `SW.RECORD key window_ns at_ns [quantity] [APPROX]`: records a request
 /// at an explicit time (quantity 1 when not given). It is what replicas and
 /// the AOF receive for every allowed `SW.ALLOW`, so they hold the master's
@@ -97,7 +89,7 @@ pub fn load(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
 }
 
 command! {
-    SW_ALLOW: "sw.allow" => allow,
+    SW_ALLOW: "sw.allow" => |ctx, args| limit_command(ctx, args, Kind::Sliding),
     flags: super::WRITE,
     keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
@@ -117,7 +109,7 @@ command! {
 }
 
 command! {
-    SW_PEEK: "sw.peek" => peek,
+    SW_PEEK: "sw.peek" => |ctx, args| peek_command(ctx, args, Kind::Sliding),
     flags: super::READ,
     keys: First, key_use: Read, role: Public,
     docs: Docs {

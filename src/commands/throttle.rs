@@ -5,22 +5,10 @@
 //! in nanoseconds).
 
 use super::{limit_command, peek_command};
-use crate::args::Args;
-use crate::error::CmdError;
-use crate::handler::Reply;
 use crate::limiter::Kind;
-use redis_module::Context;
-
-pub fn throttle(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    limit_command(ctx, args, Kind::Gcra)
-}
-
-pub fn peek(ctx: &Context, args: &Args) -> Result<Reply, CmdError> {
-    peek_command(ctx, args, Kind::Gcra)
-}
 
 command! {
-    CL_THROTTLE: "cl.throttle" => throttle,
+    CL_THROTTLE: "cl.throttle" => |ctx, args| limit_command(ctx, args, Kind::Gcra),
     flags: super::WRITE,
     keys: First, key_use: ReadUpdate, role: Public,
     docs: Docs {
@@ -39,7 +27,7 @@ command! {
 }
 
 command! {
-    CL_PEEK: "cl.peek" => peek,
+    CL_PEEK: "cl.peek" => |ctx, args| peek_command(ctx, args, Kind::Gcra),
     flags: super::READ,
     keys: First, key_use: Read, role: Public,
     docs: Docs {
