@@ -36,7 +36,7 @@ fn health(rls: &Rls) -> u16 {
 }
 
 fn json(rls: &Rls, body: &str) -> (u16, String) {
-    let (code, text) = http_post_json(rls.http_port, &body).expect("/json");
+    let (code, text) = http_post_json(rls.http_port, body).expect("/json");
     let body = text
         .split("\r\n\r\n")
         .nth(1)
