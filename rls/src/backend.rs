@@ -283,16 +283,7 @@ impl Backend {
                 Ok(parts.into_iter().flatten().collect())
             }
             Backend::Sentinel { client, conn } => {
-                let mut guard = conn.lock().await;
-                let mut c = match guard.clone() {
-                    Some(c) => c,
-                    None => {
-                        let c = client.lock().await.get_async_connection().await?;
-                        *guard = Some(c.clone());
-                        c
-                    }
-                };
-                drop(guard);
+                let mut c = sentinel_master(client, conn).await?;
                 let r = Self::pipeline(plan).query_async(&mut c).await;
                 if r.is_err() {
                     // The master may have moved: ask the sentinels again next time.
@@ -310,16 +301,7 @@ impl Backend {
             Backend::Tls { link, conns, .. } => Check::Sentinel(link.get(&conns[0]).await?),
             Backend::Cluster(conn) => Check::Cluster(conn.clone()),
             Backend::Sentinel { client, conn } => {
-                let mut guard = conn.lock().await;
-                let c = match guard.clone() {
-                    Some(c) => c,
-                    None => {
-                        let c = client.lock().await.get_async_connection().await?;
-                        *guard = Some(c.clone());
-                        c
-                    }
-                };
-                Check::Sentinel(c)
+                Check::Sentinel(sentinel_master(client, conn).await?)
             }
         })
     }
@@ -413,16 +395,7 @@ impl Backend {
                 ping.query_async::<String>(&mut c).await
             }
             Backend::Sentinel { client, conn } => {
-                let mut guard = conn.lock().await;
-                let mut c = match guard.clone() {
-                    Some(c) => c,
-                    None => {
-                        let c = client.lock().await.get_async_connection().await?;
-                        *guard = Some(c.clone());
-                        c
-                    }
-                };
-                drop(guard);
+                let mut c = sentinel_master(client, conn).await?;
                 let r = ping.query_async::<String>(&mut c).await;
                 if r.is_err() {
                     // The master may have moved: ask the sentinels again.
@@ -447,6 +420,22 @@ enum Check {
     Plain(Box<ConnectionManager>),
     Cluster(ClusterConnection),
     Sentinel(redis::aio::MultiplexedConnection),
+}
+
+/// The connection to the master the sentinels named last, or a new one to
+/// the master they name now where there is none (none yet, or forgotten
+/// after a failure).
+async fn sentinel_master(
+    client: &Mutex<SentinelClient>,
+    conn: &Mutex<Option<redis::aio::MultiplexedConnection>>,
+) -> RedisResult<redis::aio::MultiplexedConnection> {
+    let mut guard = conn.lock().await;
+    if let Some(c) = guard.clone() {
+        return Ok(c);
+    }
+    let c = client.lock().await.get_async_connection().await?;
+    *guard = Some(c.clone());
+    Ok(c)
 }
 
 /// A failure to reach a server (as opposed to its error reply).

@@ -65,6 +65,16 @@ impl Fields {
             let _ = write!(self.0, "{name}:{v}");
         }
     }
+    /// A limit's rate, alike in the request's override and the
+    /// response's current limit.
+    fn rate(&mut self, requests_per_unit: u32, unit: i32) {
+        self.raw(
+            "requests_per_unit",
+            requests_per_unit,
+            requests_per_unit == 0,
+        );
+        self.raw("unit", enum_name(&UNITS, unit), unit == 0);
+    }
     fn message(&mut self, name: &str, inner: Fields) {
         self.sep();
         let _ = write!(self.0, "{name}:{{{}}}", inner.0);
@@ -84,12 +94,7 @@ pub fn request(r: &RateLimitRequest) -> String {
         }
         if let Some(l) = &d.limit {
             let mut lf = Fields::new();
-            lf.raw(
-                "requests_per_unit",
-                l.requests_per_unit,
-                l.requests_per_unit == 0,
-            );
-            lf.raw("unit", enum_name(&UNITS, l.unit), l.unit == 0);
+            lf.rate(l.requests_per_unit, l.unit);
             df.message("limit", lf);
         }
         if let Some(h) = &d.hits_addend {
@@ -117,12 +122,7 @@ pub fn response(r: &RateLimitResponse) -> String {
         if let Some(l) = &s.current_limit {
             let mut lf = Fields::new();
             lf.string("name", &l.name);
-            lf.raw(
-                "requests_per_unit",
-                l.requests_per_unit,
-                l.requests_per_unit == 0,
-            );
-            lf.raw("unit", enum_name(&UNITS, l.unit), l.unit == 0);
+            lf.rate(l.requests_per_unit, l.unit);
             sf.message("current_limit", lf);
         }
         sf.raw("limit_remaining", s.limit_remaining, s.limit_remaining == 0);

@@ -44,17 +44,12 @@ async fn three_masters() {
     let rls = Rls::start(&seeds, &[("c.yaml", CONFIG)], &[("REDIS_TYPE", "cluster")]);
     let mut c = rls.client().await;
     let u = unique("u");
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(
-            call(
-                &mut c,
-                request("c", vec![desc(&[("a", &u)]), desc(&[("b", &u)])]),
-            )
-            .await
-            .overall_code,
-        );
-    }
+    let got = overall_codes(
+        &mut c,
+        &request("c", vec![desc(&[("a", &u)]), desc(&[("b", &u)])]),
+        3,
+    )
+    .await;
     assert_eq!(got, vec![OK, OK, OVER]);
     assert_eq!(total(&nodes, &format!("c_a_{u}_{window}")), 3);
     assert_eq!(total(&nodes, &format!("c_b_{u}_{window}")), 3);
@@ -82,17 +77,12 @@ async fn three_masters() {
     );
     let mut c = rls.client().await;
     let v = unique("v");
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(
-            call(
-                &mut c,
-                request("c", vec![desc(&[("a", &v)]), desc(&[("b", &v)])]),
-            )
-            .await
-            .overall_code,
-        );
-    }
+    let got = overall_codes(
+        &mut c,
+        &request("c", vec![desc(&[("a", &v)]), desc(&[("b", &v)])]),
+        3,
+    )
+    .await;
     assert_eq!(got, vec![OK, OK, OVER]);
     assert_eq!(total(&nodes, &format!("{{c}}c_a_{v}_{window}")), 2);
     assert_eq!(total(&nodes, &format!("{{c}}c_b_{v}_{window}")), 2);

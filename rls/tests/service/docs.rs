@@ -92,14 +92,7 @@ async fn the_docs_show_the_checks_as_the_service_answers_them() {
         .ends_with("\r\n\r\nOK"));
 
     let (body, shown) = call_in_docs("curl -s -X POST 127.0.0.1:8080/json");
-    let (code, text) = http_request(
-        rls.http_port,
-        &format!(
-            "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    )
-    .unwrap();
+    let (code, text) = http_post_json(rls.http_port, &body).unwrap();
     assert_eq!(code, 200);
     let got = text.split("\r\n\r\n").nth(1).unwrap();
     assert_eq!(comparable(got), comparable(&shown));

@@ -99,14 +99,17 @@ fn start_envoy_with(rls_port: u16, app_port: u16, deny: bool) -> Envoy {
     panic!("{last}");
 }
 
-fn try_start_envoy(rls_port: u16, app_port: u16, deny: bool) -> Result<Envoy, String> {
-    let mut text = std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap();
-    if !deny {
-        assert!(text.contains("failure_mode_deny: true"));
-        text = text.replace("failure_mode_deny: true", "failure_mode_deny: false");
-    }
+/// The example's Envoy configuration (`rls/examples/envoy.yaml`).
+pub fn example_config() -> String {
+    std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap()
+}
+
+/// `text`, the example's configuration, moved to ports found free (its
+/// listener's and its admin's, answered after it), sending to the app on
+/// `app_port` and to the service on `rls_port`.
+pub fn on_free_ports(text: &str, rls_port: u16, app_port: u16) -> (String, u16, u16) {
     let (port, admin) = (free_port(), free_port());
-    let mut cfg = text.clone();
+    let mut cfg = text.to_string();
     for (from, to) in [
         (9901, admin),
         (10000, port),
@@ -117,6 +120,16 @@ fn try_start_envoy(rls_port: u16, app_port: u16, deny: bool) -> Result<Envoy, St
         assert!(cfg.contains(&from), "examples/envoy.yaml has no {from}");
         cfg = cfg.replace(&from, &format!("port_value: {to} }}"));
     }
+    (cfg, port, admin)
+}
+
+fn try_start_envoy(rls_port: u16, app_port: u16, deny: bool) -> Result<Envoy, String> {
+    let mut text = example_config();
+    if !deny {
+        assert!(text.contains("failure_mode_deny: true"));
+        text = text.replace("failure_mode_deny: true", "failure_mode_deny: false");
+    }
+    let (cfg, port, admin) = on_free_ports(&text, rls_port, app_port);
     let dir = tempdir("envoy");
     let file = dir.join("envoy.yaml");
     std::fs::write(&file, cfg).unwrap();

@@ -260,11 +260,7 @@ async fn replaces_shadow_quota_and_metrics() {
 
     // /json, /rlconfig, health.
     let body = format!("{{\"domain\":\"api\",\"descriptors\":[{{\"entries\":[{{\"key\":\"quota\",\"value\":\"{q}\"}}]}}]}}");
-    let (code, text) = http_request(
-        rls.http_port,
-        &format!("POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()),
-    )
-    .unwrap();
+    let (code, text) = http_post_json(rls.http_port, &body).unwrap();
     assert_eq!(code, 429, "{text}");
     assert!(text.contains("\"overallCode\":\"OVER_LIMIT\""), "{text}");
     let (code, dump) = http_get(rls.debug_port, "/rlconfig").unwrap();

@@ -448,17 +448,6 @@ async fn a_counter_at_the_top_stays_there() {
     assert_eq!(r.overall_code, OK);
 }
 
-fn post_json(port: u16, body: &str) -> (u16, String) {
-    http_request(
-        port,
-        &format!(
-            "POST /json HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    )
-    .unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_hits_out_of_range_are_refused() {
     not_near_hour_end();
@@ -485,19 +474,19 @@ async fn json_hits_out_of_range_are_refused() {
             "hitsAddend: 2.5 is not an integer from 0 to 4294967295",
         ),
     ] {
-        let (code, text) = post_json(rls.http_port, &body(hits));
+        let (code, text) = http_post_json(rls.http_port, &body(hits)).unwrap();
         assert_eq!(code, 400, "{hits}: {text}");
         assert!(text.contains(why), "{hits}: {text}");
     }
     // Nothing was counted by the refused ones.
-    let (code, text) = post_json(rls.http_port, &body("\"3\""));
+    let (code, text) = http_post_json(rls.http_port, &body("\"3\"")).unwrap();
     assert_eq!(code, 200, "{text}");
     assert!(text.contains("\"limitRemaining\":7"), "{text}");
     // A descriptor's own hits are a uint64, as over gRPC.
     let d = format!(
         r#"{{"domain":"net","descriptors":[{{"entries":[{{"key":"k","value":"{k}"}}],"hitsAddend":"2"}}]}}"#
     );
-    let (code, text) = post_json(rls.http_port, &d);
+    let (code, text) = http_post_json(rls.http_port, &d).unwrap();
     assert_eq!(code, 200, "{text}");
     assert!(text.contains("\"limitRemaining\":5"), "{text}");
 }

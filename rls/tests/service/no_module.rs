@@ -36,14 +36,7 @@ fn health(rls: &Rls) -> u16 {
 }
 
 fn json(rls: &Rls, body: &str) -> (u16, String) {
-    let (code, text) = http_request(
-        rls.http_port,
-        &format!(
-            "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    )
-    .expect("/json");
+    let (code, text) = http_post_json(rls.http_port, body).expect("/json");
     let body = text
         .split("\r\n\r\n")
         .nth(1)

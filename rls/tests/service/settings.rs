@@ -64,17 +64,6 @@ async fn uds_channel(path: &Path, ca: Option<&Path>) -> Result<Channel, String> 
 trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin {}
 impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin> Io for T {}
 
-async fn health_over(channel: Channel, service: &str) -> i32 {
-    tonic_health::pb::health_client::HealthClient::new(channel)
-        .check(tonic_health::pb::HealthCheckRequest {
-            service: service.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .status
-}
-
 /// A certificate for `localhost`, self-signed (`rls.crt`, `rls.key` in a
 /// new directory).
 fn localhost_certificate() -> PathBuf {
@@ -137,14 +126,7 @@ async fn grpc_over_a_unix_socket() {
     let channel = uds_channel(&sock, None).await.unwrap();
     let mut c = RateLimitServiceClient::new(channel.clone());
     let u = unique("u");
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(
-            call(&mut c, request("s", vec![desc(&[("user", &u)])]))
-                .await
-                .overall_code,
-        );
-    }
+    let got = overall_codes(&mut c, &request("s", vec![desc(&[("user", &u)])]), 3).await;
     assert_eq!(got, vec![OK, OK, OVER]);
     assert_eq!(health_over(channel, "").await, SERVING);
 
@@ -216,14 +198,7 @@ async fn tls_and_the_connection_cap_apply_on_a_unix_socket() {
     idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let u = unique("u");
     let mut c = RateLimitServiceClient::new(uds_channel(&sock, Some(&ca)).await.unwrap());
-    let mut got = Vec::new();
-    for _ in 0..3 {
-        got.push(
-            call(&mut c, request("s", vec![desc(&[("user", &u)])]))
-                .await
-                .overall_code,
-        );
-    }
+    let got = overall_codes(&mut c, &request("s", vec![desc(&[("user", &u)])]), 3).await;
     assert_eq!(got, vec![OK, OK, OVER]);
     let mut buf = [0u8; 1];
     match std::io::Read::read(&mut idle, &mut buf) {
@@ -336,14 +311,7 @@ async fn dynamic_metadata_carries_the_request() {
     let body = format!(
         r#"{{"domain":"s","descriptors":[{{"entries":[{{"key":"user","value":"{user}"}}]}}]}}"#
     );
-    let (code, text) = http_request(
-        rls.http_port,
-        &format!(
-            "POST /json HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    )
-    .unwrap();
+    let (code, text) = http_post_json(rls.http_port, &body).unwrap();
     assert_eq!(code, 200, "{text}");
     let reply: serde_json::Value =
         serde_json::from_str(text.split("\r\n\r\n").nth(1).unwrap()).unwrap();

@@ -47,6 +47,13 @@ struct Collector {
     task: tokio::task::JoinHandle<()>,
 }
 
+impl Collector {
+    /// Where a plain (HTTP or gRPC) collector listens.
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
 impl Drop for Collector {
     fn drop(&mut self) {
         self.task.abort();
@@ -346,26 +353,35 @@ fn traced_request(user: &str, traceparent: Option<&str>) -> tonic::Request<RateL
     r
 }
 
+/// The service on `redis` with `CONFIG`, tracing to the collector at
+/// `endpoint` (over HTTP unless `more` says otherwise), its batches sent
+/// every 50 ms, with the settings in `more` besides.
+fn traced_rls(redis: &Redis, endpoint: &str, more: &[(&str, &str)]) -> Rls {
+    let mut env = vec![
+        ("TRACING_ENABLED", "true"),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
+    ];
+    env.extend_from_slice(more);
+    Rls::start(&redis.url(), &[("traced.yaml", CONFIG)], &env)
+}
+
 const GRPC_SPAN: &str = "envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn otlp_http_gets_the_reference_spans_under_the_callers_traceparent() {
     let collector = Collector::http().await;
     let redis = Redis::start();
-    let endpoint = format!("http://127.0.0.1:{}", collector.port);
-    let rls = Rls::start(
-        &redis.url(),
-        &[("traced.yaml", CONFIG)],
+    let rls = traced_rls(
+        &redis,
+        &collector.url(),
         &[
-            ("TRACING_ENABLED", "true"),
             ("TRACING_SERVICE_NAME", "envoy-ratelimit"),
             ("TRACING_SERVICE_NAMESPACE", "envoy-gateway-system"),
             ("TRACING_SERVICE_INSTANCE_ID", "envoy-ratelimit-0"),
             ("TRACING_SAMPLING_RATE", "1.0"),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
             ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret%21"),
             ("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=test"),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
         ],
     );
     let mut c = rls.client().await;
@@ -504,16 +520,12 @@ async fn otlp_http_gets_the_reference_spans_under_the_callers_traceparent() {
 async fn otlp_grpc_gets_root_spans_json_spans_and_the_spans_queued_at_shutdown() {
     let collector = Collector::grpc().await;
     let redis = Redis::start();
-    let endpoint = format!("http://127.0.0.1:{}", collector.port);
-    let mut rls = Rls::start(
-        &redis.url(),
-        &[("traced.yaml", CONFIG)],
+    let mut rls = traced_rls(
+        &redis,
+        &collector.url(),
         &[
-            ("TRACING_ENABLED", "true"),
             ("TRACING_EXPORTER_PROTOCOL", "grpc"),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
             ("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer t"),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
         ],
     );
     let mut c = rls.client().await;
@@ -560,14 +572,7 @@ async fn otlp_grpc_gets_root_spans_json_spans_and_the_spans_queued_at_shutdown()
     let body = format!(
         r#"{{"domain":"traced","descriptors":[{{"entries":[{{"key":"user","value":"{user}"}}]}}]}}"#
     );
-    let (code, _) = http_request(
-        rls.http_port,
-        &format!(
-            "POST /json HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        ),
-    )
-    .unwrap();
+    let (code, _) = http_post_json(rls.http_port, &body).unwrap();
     assert_eq!(code, 200);
     let spans = collector.wait_spans(6).await;
     let json = named(&spans, "NewJsonHandler Remaining Execution");
@@ -609,17 +614,7 @@ async fn otlp_grpc_gets_root_spans_json_spans_and_the_spans_queued_at_shutdown()
 async fn sampling_rate_0_sends_only_what_a_sampled_caller_asks_for() {
     let collector = Collector::http().await;
     let redis = Redis::start();
-    let endpoint = format!("http://127.0.0.1:{}", collector.port);
-    let rls = Rls::start(
-        &redis.url(),
-        &[("traced.yaml", CONFIG)],
-        &[
-            ("TRACING_ENABLED", "true"),
-            ("TRACING_SAMPLING_RATE", "0"),
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint),
-            ("OTEL_BSP_SCHEDULE_DELAY", "50"),
-        ],
-    );
+    let rls = traced_rls(&redis, &collector.url(), &[("TRACING_SAMPLING_RATE", "0")]);
     let mut c = rls.client().await;
     let user = unique("u");
     for _ in 0..20 {
@@ -648,8 +643,8 @@ async fn a_collector_down_or_silent_fails_no_request() {
     for (protocol, endpoint) in [
         ("http", format!("http://127.0.0.1:{down_port}")),
         ("grpc", format!("http://127.0.0.1:{down_port}")),
-        ("http", format!("http://127.0.0.1:{}", silent.port)),
-        ("grpc", format!("http://127.0.0.1:{}", silent.port)),
+        ("http", silent.url()),
+        ("grpc", silent.url()),
     ] {
         let rls = Rls::start(
             &redis.url(),
@@ -711,14 +706,9 @@ async fn otlp_http_over_tls_to_a_collector_of_a_private_ca() {
     let redis = Redis::start();
     let endpoint = format!("https://127.0.0.1:{}", collector.port);
     let ca = d.join("ca.crt").to_string_lossy().into_owned();
-    let mut env = vec![
-        ("TRACING_ENABLED", "true"),
-        ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint.as_str()),
-        ("OTEL_BSP_SCHEDULE_DELAY", "50"),
-    ];
     // Without the collector's CA the export fails (the system's roots do
     // not know it), and the calls do not.
-    let rls = Rls::start(&redis.url(), &[("traced.yaml", CONFIG)], &env);
+    let rls = traced_rls(&redis, &endpoint, &[]);
     let mut c = rls.client().await;
     let user = unique("u");
     c.should_rate_limit(traced_request(&user, None))
@@ -735,8 +725,11 @@ async fn otlp_http_over_tls_to_a_collector_of_a_private_ca() {
     assert!(collector.spans().is_empty());
     drop(rls);
 
-    env.push(("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.as_str()));
-    let rls = Rls::start(&redis.url(), &[("traced.yaml", CONFIG)], &env);
+    let rls = traced_rls(
+        &redis,
+        &endpoint,
+        &[("OTEL_EXPORTER_OTLP_CERTIFICATE", ca.as_str())],
+    );
     let mut c = rls.client().await;
     c.should_rate_limit(traced_request(&user, None))
         .await
@@ -750,19 +743,8 @@ async fn otlp_http_over_tls_to_a_collector_of_a_private_ca() {
 /// tracer to `collector` (OTLP/gRPC): Envoy sends `traceparent` on the rate
 /// limit call.
 fn traced_envoy_config(rls_port: u16, app_port: u16, collector: u16) -> (String, u16, u16) {
-    let text = std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap();
-    let (port, admin) = (free_port(), free_port());
-    let mut cfg = text;
-    for (from, to) in [
-        (9901, admin),
-        (10000, port),
-        (8000, app_port),
-        (8081, rls_port),
-    ] {
-        let from = format!("port_value: {from} }}");
-        assert!(cfg.contains(&from), "examples/envoy.yaml has no {from}");
-        cfg = cfg.replace(&from, &format!("port_value: {to} }}"));
-    }
+    let (mut cfg, port, admin) =
+        crate::envoy::on_free_ports(&crate::envoy::example_config(), rls_port, app_port);
     let tracing = r#"                stat_prefix: ingress
                 tracing:
                   random_sampling: { value: 100 }
@@ -802,7 +784,7 @@ async fn envoys_trace_goes_on_through_the_service() {
     let collector = Collector::grpc().await;
     let redis = Redis::start();
     let edge = std::fs::read_to_string(repo_root().join("rls/examples/config/edge.yaml")).unwrap();
-    let endpoint = format!("http://127.0.0.1:{}", collector.port);
+    let endpoint = collector.url();
     let rls = Rls::start(
         &redis.url(),
         &[("edge.yaml", &edge)],

@@ -61,6 +61,14 @@ fn xds_env(server: &XdsServer) -> Vec<(String, String)> {
     ]
 }
 
+/// `xds_env`, with the service started before any configuration comes
+/// (`FORCE_START_WITHOUT_INITIAL_CONFIG`).
+fn force_started_xds_env(server: &XdsServer) -> Vec<(String, String)> {
+    let mut env = xds_env(server);
+    env.push(("FORCE_START_WITHOUT_INITIAL_CONFIG".into(), "true".into()));
+    env
+}
+
 fn refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
@@ -244,8 +252,7 @@ async fn force_start_and_health_with_at_least_one_config() {
     not_near_hour_end();
     let redis = Redis::start();
     let server = XdsServer::start();
-    let mut env = xds_env(&server);
-    env.push(("FORCE_START_WITHOUT_INITIAL_CONFIG".into(), "true".into()));
+    let mut env = force_started_xds_env(&server);
     env.push((
         "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED".into(),
         "true".into(),
@@ -576,24 +583,8 @@ fn certificates() -> std::path::PathBuf {
             "client.csr",
         ],
     );
-    openssl(
-        &d,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "client.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "1",
-            "-out",
-            "client.crt",
-        ],
-    );
+    std::fs::write(d.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    sign_with_ca(&d, "client.csr", "client.ext", "client.crt");
     assert!(std::fs::read_to_string(d.join("client.key"))
         .unwrap()
         .contains("BEGIN EC PRIVATE KEY"));
@@ -613,7 +604,7 @@ async fn the_xds_link_is_mutual_tls() {
     }));
     server.push("tls-1", &[user_config(2, RateLimitUnit::Hour)]);
     let tls_env = |san: &str, with_cert: bool| {
-        let mut env = xds_env(&server);
+        let mut env = force_started_xds_env(&server);
         env.push(("CONFIG_GRPC_XDS_SERVER_USE_TLS".into(), "true".into()));
         env.push(("CONFIG_GRPC_XDS_SERVER_TLS_CACERT".into(), p("ca.crt")));
         env.push(("CONFIG_GRPC_XDS_SERVER_TLS_SAN".into(), san.into()));
@@ -621,7 +612,6 @@ async fn the_xds_link_is_mutual_tls() {
             env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_CERT".into(), p("client.crt")));
             env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_KEY".into(), p("client.key")));
         }
-        env.push(("FORCE_START_WITHOUT_INITIAL_CONFIG".into(), "true".into()));
         env
     };
 
@@ -679,8 +669,7 @@ async fn a_response_past_the_message_size_is_not_taken() {
         });
     }
     server.push("big", &[big]);
-    let mut env = xds_env(&server);
-    env.push(("FORCE_START_WITHOUT_INITIAL_CONFIG".into(), "true".into()));
+    let mut env = force_started_xds_env(&server);
     env.push(("XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES".into(), "2000".into()));
     let rls = Rls::start(&redis.url(), &[], &refs(&env));
     wait_until(

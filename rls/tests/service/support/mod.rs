@@ -465,6 +465,17 @@ pub fn http_get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
     )
 }
 
+/// A `POST /json` of `body` (a `RateLimitRequest` in proto3 JSON).
+pub fn http_post_json(port: u16, body: &str) -> std::io::Result<(u16, String)> {
+    http_request(
+        port,
+        &format!(
+            "POST /json HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
 pub fn desc(entries: &[(&str, &str)]) -> RateLimitDescriptor {
     RateLimitDescriptor {
         entries: entries
@@ -494,6 +505,15 @@ pub async fn call(c: &mut Client, r: RateLimitRequest) -> RateLimitResponse {
         .await
         .expect("ShouldRateLimit")
         .into_inner()
+}
+
+/// The overall code of each of `n` calls of `r`, in order.
+pub async fn overall_codes(c: &mut Client, r: &RateLimitRequest, n: usize) -> Vec<i32> {
+    let mut got = Vec::with_capacity(n);
+    for _ in 0..n {
+        got.push(call(c, r.clone()).await.overall_code);
+    }
+    got
 }
 
 /// Each descriptor's code.
@@ -554,6 +574,11 @@ pub async fn grpc_health(rls: &Rls, service: &str) -> i32 {
             .connect()
             .await
             .unwrap();
+    health_over(channel, service).await
+}
+
+/// The gRPC health service's status for `service` over `channel`.
+pub async fn health_over(channel: Channel, service: &str) -> i32 {
     tonic_health::pb::health_client::HealthClient::new(channel)
         .check(tonic_health::pb::HealthCheckRequest {
             service: service.into(),
