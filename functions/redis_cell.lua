@@ -2419,10 +2419,11 @@ local fast = {}
 -- joined string, so a hit makes no string. Filled from limiter.cached
 -- only (a limiter depends on its words alone); bounded as that is.
 -- `c` is the third word (GCRA's period), or 0 for FW's key ('F' limit
--- window, no TZ, no ALIGN), or 1 for SW's ('S' limit window).
+-- window, no TZ, no ALIGN), 2 for FW's with ALIGN ('A'), or 1 for SW's
+-- ('S' limit window).
 -- What is kept is what the flat path reads, worked out once (prepared),
 -- or false for a limiter it does not serve: the layered path answers.
-local by_words, by_words_n = { G = {}, F = {}, S = {} }, 0
+local by_words, by_words_n = { G = {}, F = {}, A = {}, S = {} }, 0
 
 local prepared = {
   -- gcra.decide's fast path: the interval and tolerance as doubles.
@@ -2437,6 +2438,12 @@ local prepared = {
     if fw[2] ~= 'rolling' or fw.all or ptod(fw[3], fw[4]) >= 1e15 then return false end
     return { fw[1], fw[3], fw[4] }
   end,
+  -- An aligned window of whole seconds below 1e6 s: limit, seconds.
+  A = function(lim)
+    local fw = lim[2]
+    if fw[2] ~= 'aligned' or fw.all or fw[4] ~= 0 or fw[3] >= 1000000 then return false end
+    return { fw[1], fw[3] }
+  end,
   -- An exact log: limit, window (a pair).
   S = function(lim)
     if lim[1] ~= 'exact' then return false end
@@ -2444,19 +2451,43 @@ local prepared = {
   end,
 }
 
+-- A limiter's key in limiter.cached (commands.lua's gcra_of, fixed_of
+-- without options, fixed_of with ALIGN, sliding_of) and its parse, as
+-- commands.lua's cached_limiter makes them.
+local limiter_key = {
+  G = function(a, b, c) return 'G' .. a .. '\0' .. b .. '\0' .. c end,
+  F = function(a, b) return 'F' .. a .. '\0' .. b .. '\0' end,
+  A = function(a, b) return 'F' .. a .. '\0' .. b .. '\0\0A' end,
+  S = function(a, b) return 'S' .. a .. '\0' .. b end,
+}
+local parse = {
+  G = function(a, b, c) return limiter.gcra(a, b, c) end,
+  F = function(a, b) return limiter.fixed(a, b, nil, false, nil) end,
+  A = function(a, b) return limiter.fixed(a, b, nil, true, nil) end,
+  S = function(a, b) return limiter.sliding(a, b, false) end,
+}
+
+-- What the flat path keeps for the limiter of words a, b (and c, GCRA's
+-- period; for the others a constant naming the kind), or false; nil when
+-- the words do not parse or are out of the twin's range (the layered
+-- path answers the error). A limiter parsed here is remembered in
+-- limiter.cached, as cached_limiter remembers it.
 local function cached_by_words(kind, a, b, c)
   local kt = by_words[kind]
   local t = kt[a]
   t = t and t[b]
   t = t and t[c]
   if t ~= nil then return t end
-  local k
-  if c == 1 then k = kind .. a .. '\0' .. b
-  else k = kind .. a .. '\0' .. b .. '\0' .. (c ~= 0 and c or '') end
+  local k = limiter.cache_key(limiter_key[kind](a, b, c))
+  if not k then return nil end
   local lim = limiter.cached(k)
-  if not lim then return nil end
+  if not lim then
+    lim = parse[kind](a, b, c)
+    if not lim or not limiter.check_range(lim) then return nil end
+    limiter.remember(k, lim)
+  end
   if by_words_n >= 4096 then
-    by_words, by_words_n = { G = {}, F = {}, S = {} }, 0
+    by_words, by_words_n = { G = {}, F = {}, A = {}, S = {} }, 0
     kt = by_words[kind]
   end
   local ta = kt[a]
@@ -2548,6 +2579,50 @@ local function seconds_of(st)
   return s
 end
 
+-- store.integer for a TAT in canonical digits (integer() reads them so):
+-- the TAT relative to now in ns when within a day of now (gcra.decide's
+-- fast path), 0 for an absent key; nil for anything else.
+local function tat_rel(key, now_s, now_n)
+  local v = rpcall('GET', key)
+  if not v then return 0 end
+  if ltype(v) ~= 'string' then return nil end
+  local len = #v
+  if len < 10 or len > 19 then return nil end
+  local s = seconds_of(ssub(v, 1, len - 9))
+  if not s then return nil end
+  local nt = ssub(v, len - 8)
+  if not sfind(nt, '^%d+$') then return nil end
+  local ds = s - now_s
+  if ds > 86400 or ds < -86400 then return nil end
+  return ds * B + (tonum(nt) - now_n)
+end
+
+-- store.integer and store.expire_ms for a counter in plain digits, as
+-- fixed.decide takes it: the count and the expiry (0 and nil when absent
+-- or expired); nil for anything else, and for a counter without TTL
+-- (its repair is the layered path's).
+local function live_count(key, now_ms)
+  local v = rpcall('GET', key)
+  if not v then return 0 end
+  local count = plain_count(v)
+  if not count then return nil end
+  local exp_ms = expire_ms(key, now_ms)
+  if not exp_ms then return nil end
+  if now_ms >= exp_ms then return 0 end
+  return count, exp_ms
+end
+
+-- fixed.decide's until_ms (end_ms * 1e6 - now) in its usual range, as a
+-- pair clamped at 0; nil beyond it.
+local function until_end(end_ms, now_ms, now_n)
+  local d = end_ms - now_ms
+  if not (d < 9e9 and d > -9e9) then return nil end
+  local x = d * 1000000 - now_n % 1000000
+  local us = floor(x / B)
+  if us < 0 then return 0, 0 end
+  return us, x - us * B
+end
+
 fast['cl.throttle'] = function(keys, argv)
   if #keys ~= 1 then return nil end
   -- commands.throttle / grammar.options.
@@ -2567,20 +2642,8 @@ fast['cl.throttle'] = function(keys, argv)
   -- split into its seconds and nanoseconds by one match;
   -- gcra.decide's fast path: within a day of now.
   local key = keys[1]
-  local v = rpcall('GET', key)
-  local rel = 0
-  if v then
-    if ltype(v) ~= 'string' then return nil end
-    local len = #v
-    if len < 10 or len > 19 then return nil end
-    local s = seconds_of(ssub(v, 1, len - 9))
-    if not s then return nil end
-    local nt = ssub(v, len - 8)
-    if not sfind(nt, '^%d+$') then return nil end
-    local ds = s - now_s
-    if ds > 86400 or ds < -86400 then return nil end
-    rel = ds * B + (tonum(nt) - now_n)
-  end
+  local rel = tat_rel(key, now_s, now_n)
+  if not rel then return nil end
   -- gcra.decide's fast path.
   local new_rel = (rel > 0 and rel or 0) + inc
   local allow_rel = new_rel - t
@@ -2626,31 +2689,18 @@ fast['fw.incr'] = function(keys, argv)
   if not (now_s < 9000000000) then return nil end
   -- store.integer: a count in plain digits; store.expire_ms.
   local key = keys[1]
-  local v = rpcall('GET', key)
-  local count, exp_ms = 0, nil
-  if v then
-    count = plain_count(v)
-    if not count then return nil end
-    exp_ms = expire_ms(key, now_ms)
-    -- A counter without TTL needs the repair: the layered path.
-    if not exp_ms then return nil end
-    -- fixed.decide: alive, or absent.
-    if now_ms >= exp_ms then count, exp_ms = 0, nil end
-  end
+  local count, exp_ms = live_count(key, now_ms)
+  if not count then return nil end
   -- fixed.decide: the window's end (new_window_end_ms for a rolling
-  -- window), then until_ms in its usual range.
+  -- window), then until_ms.
   local end_ms = exp_ms
   if not end_ms then
     local es, en = padd(now_s, now_n, fw[2], fw[3])
     end_ms = es * 1000 + floor(en / 1000000)
     if en % 1000000 > 0 then end_ms = end_ms + 1 end
   end
-  local d = end_ms - now_ms
-  if not (d < 9e9 and d > -9e9) then return nil end
-  local x = d * 1000000 - now_n % 1000000
-  local us = floor(x / B)
-  local un = x - us * B
-  if us < 0 then us, un = 0, 0 end
+  local us, un = until_end(end_ms, now_ms, now_n)
+  if not us then return nil end
   local limit = fw[1]
   local after, limited, retry = count, false, -1
   if not (limit > 0 and q <= limit) then
@@ -2716,6 +2766,112 @@ fast['sw.allow'] = function(keys, argv)
     store.set(key, v2, exp, nil, now_ms)
   end
   return to_reply(verdict_, ms)
+end
+
+-- CL.THROTTLEALL's commonest form: two keys, `GCRA max_burst count period
+-- FW limit window [ALIGN]` (a rolling window, or an aligned one of whole
+-- seconds), no call options; both limiters as the flat paths above take
+-- them. Every step is the layered path's for these two limiters
+-- (throttle_all.lua: one instant, both states read before anything is
+-- written, binding_of, limiter.apply's writes, to_reply), on doubles.
+fast['cl.throttleall'] = function(keys, argv)
+  local k1, k2 = keys[1], keys[2]
+  if not k2 or keys[3] or k1 == k2 then return nil end
+  if argv[1] ~= 'GCRA' or argv[5] ~= 'FW' then return nil end
+  local align, fw = argv[8], nil
+  if align then
+    if align ~= 'ALIGN' or argv[9] then return nil end
+    fw = cached_by_words('A', argv[6], argv[7], 2)
+  elseif argv[7] then
+    fw = cached_by_words('F', argv[6], argv[7], 0)
+  end
+  if not fw then return nil end
+  local g = cached_by_words('G', argv[2], argv[3], argv[4])
+  if not g then return nil end
+  local now_s, now_n, now_ms = store.now()
+  if not (now_s < 9000000000) then return nil end
+  local rel = tat_rel(k1, now_s, now_n)
+  if not rel then return nil end
+  local count, exp_ms = live_count(k2, now_ms)
+  if not count then return nil end
+  -- gcra.decide's fast path, quantity 1.
+  local e, t = g[1], g[2]
+  local new_rel = (rel > 0 and rel or 0) + e
+  local allow_rel = new_rel - t
+  local ttl = new_rel
+  local g_limited = allow_rel > 0
+  if g_limited then ttl = rel > 0 and rel or 0 end
+  local g_rem, x = 0, t - ttl
+  if x > 0 then
+    if e >= 1000 then g_rem = floor(floor(x / 1000) / floor(e / 1000)) else g_rem = floor(x / e) end
+    if g_rem > g[3] then g_rem = g[3] end
+  end
+  local g_rs, g_rn
+  if g_limited and e <= t then
+    g_rs = floor(allow_rel / B)
+    g_rn = allow_rel - g_rs * B
+  end
+  -- fixed.decide, quantity 1: the window's end (a rolling window's, or
+  -- an aligned one's: the next multiple of the window after now).
+  local end_ms = exp_ms
+  if not end_ms then
+    if align then
+      local w = fw[2]
+      end_ms = (now_s - now_s % w + w) * 1000
+    else
+      local es, en = padd(now_s, now_n, fw[2], fw[3])
+      end_ms = es * 1000 + floor(en / 1000000)
+      if en % 1000000 > 0 then end_ms = end_ms + 1 end
+    end
+  end
+  local us, un = until_end(end_ms, now_ms, now_n)
+  if not us then return nil end
+  local limit = fw[1]
+  local after, f_limited, f_rs, f_rn = count, false, nil, nil
+  if not (limit > 0 and 1 <= limit) then
+    f_limited = true
+  elseif count + 1 <= limit then
+    after = count + 1
+  else
+    f_limited, f_rs, f_rn = true, us, un
+  end
+  local f_rem = limit - after
+  if f_rem < 0 then f_rem = 0 elseif f_rem > limit then f_rem = limit end
+  -- binding_of: the FW limiter binds when it refuses and the GCRA allows,
+  -- when both refuse and it waits longer (no retry time: longest), or
+  -- when both allow and it has less left.
+  local second
+  if g_limited ~= f_limited then
+    second = f_limited
+  elseif g_limited then
+    if g_rs == nil then second = false
+    elseif f_rs == nil then second = true
+    else second = plt(g_rs, g_rn, f_rs, f_rn) end
+  else
+    second = f_rem < g_rem
+  end
+  -- limiter.apply: both writes when both allow.
+  if not (g_limited or f_limited) then
+    local ttl_s = floor(ttl / B)
+    local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
+    store.set(k1, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+    local value = after
+    if after >= B then value = ptostr(floor(after / B), after % B) end
+    store.set(k2, value, end_ms, exp_ms, now_ms)
+  end
+  -- to_reply of the binding verdict (seconds), and its index.
+  if second then
+    local reset = 0
+    if after > 0 then reset = un >= 1000000 and us + 1 or us end
+    local retry = -1
+    if f_rs then retry = whole_seconds_rounded_up(f_rs, f_rn) end
+    return { f_limited and 1 or 0, limit, f_rem, retry, reset, 2 }
+  end
+  local ttl_s = floor(ttl / B)
+  local reset = ttl - ttl_s * B >= 1000000 and ttl_s + 1 or ttl_s
+  local retry = -1
+  if g_rs then retry = whole_seconds_rounded_up(g_rs, g_rn) end
+  return { g_limited and 1 or 0, g[3], g_rem, retry, reset, 1 }
 end
 
 -- src/entry.lua
