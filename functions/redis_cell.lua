@@ -2402,30 +2402,37 @@ commands['cl.throttleall'] = { 3, function(keys, argv)
 end, nil, 'keys' }
 
 -- src/fast.lua
--- A flat path for the commonest calls of CL.THROTTLE, FW.INCR and SW.ALLOW, beside
--- the layered one. Why it exists: through the layers (entry,
--- commands.throttle, grammar.options, single, limiter.decide,
--- limiter.check, store.integer, gcra.decide, verdict, to_reply,
--- limiter.apply, store.set) a CL.THROTTLE call costs about 480 Lua VM
--- instructions and an FW.INCR call about 560, against about 140 and 100
--- for the simple scripts of bench/lua (counted under Lua 5.1 with a stub
--- `redis`, the stub's own included); flat, about 290 each.
+-- A flat path for the commonest calls of CL.THROTTLE, FW.INCR, SW.ALLOW
+-- and CL.THROTTLEALL, beside the layered one. Why it exists: through the
+-- layers (entry, commands.throttle, grammar.options, single,
+-- limiter.decide, limiter.check, store.integer, gcra.decide, verdict,
+-- to_reply, limiter.apply, store.set) a CL.THROTTLE call costs about 480
+-- Lua VM instructions and an FW.INCR call about 560, against about 140 and
+-- 100 for the simple scripts of bench/lua (counted under Lua 5.1 with a
+-- stub `redis`, the stub's own included); flat, about 290 each. What a
+-- call costs the server is counted by bench/profile-twin.sh (callgrind):
+-- there a C call from Lua (tonumber's strtod, a pattern, string.format,
+-- a number handed to redis.call, which the server writes out with
+-- snprintf) costs as much as dozens of VM instructions, so what repeats
+-- from call to call is kept by its text.
 --
 -- It serves only `CL.THROTTLE key max_burst count period [quantity] [MS]`,
--- `FW.INCR key limit window [quantity] [MS]` (a rolling window) and
--- `SW.ALLOW key limit window [quantity] [MS]` (an exact log) with a
--- limiter already parsed (the cache of limiter.cached holds only
--- limiters within the twin's range), a plain quantity word, a clock and a
--- stored TAT, count or log where every value is a whole double far below 2^53; for
--- anything else it returns nil before writing anything and the layered
--- path answers (every error comes from there). Each step below names the
--- layered function whose arithmetic it repeats, operation for operation.
+-- `FW.INCR key limit window [quantity] [MS]` (a rolling window),
+-- `SW.ALLOW key limit window [quantity] [MS]` (an exact log) and
+-- `CL.THROTTLEALL 2 k1 k2 GCRA max_burst count period FW limit window
+-- [ALIGN]`, with limiters that parse within the twin's range (kept in
+-- limiter.cached, as the layered path keeps them), a plain quantity word,
+-- a clock and a stored TAT, count or log where every value is a whole
+-- double far below 2^53; for anything else it returns nil before writing
+-- anything and the layered path answers (every error comes from there).
+-- Each step below names the layered function whose arithmetic it
+-- repeats, operation for operation.
 
 local fast = {}
 
 -- limiter.cached by the words themselves: nested tables rather than one
 -- joined string, so a hit makes no string. Filled from limiter.cached
--- only (a limiter depends on its words alone); bounded as that is.
+-- (a limiter depends on its words alone); bounded as that is.
 -- `c` is the third word (GCRA's period), or 0 for FW's key ('F' limit
 -- window, no TZ, no ALIGN), 2 for FW's with ALIGN ('A'), or 1 for SW's
 -- ('S' limit window).
