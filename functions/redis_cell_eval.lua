@@ -2553,13 +2553,14 @@ local function quantity_text(q)
   return quantity_texts[q] or tostr(q)
 end
 
--- A counter's value in plain digits (at most 15): its number, remembered
--- by its text (bounded); nil for anything else.
+-- A counter's value in canonical digits (at most 15, no leading zero):
+-- its number, remembered by its text (bounded); nil for anything else
+-- (INCRBY refuses "007", which the layered path reads as 7 and rewrites).
 local counts, counts_n = {}, 0
 local function plain_count(v)
   local c = counts[v]
   if c then return c end
-  if ltype(v) ~= 'string' or #v > 15 or not sfind(v, '^%d+$') then return nil end
+  if ltype(v) ~= 'string' or #v > 15 or not (sfind(v, '^[1-9]%d*$') or v == '0') then return nil end
   c = tonum(v)
   if counts_n >= 1024 then counts, counts_n = {}, 0 end
   counts[v], counts_n = c, counts_n + 1
@@ -2870,9 +2871,10 @@ fast['cl.throttleall'] = function(keys, argv)
     local ttl_s = floor(ttl / B)
     local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
     store.set(k1, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
-    local value = after
-    if after >= B then value = ptostr(floor(after / B), after % B) end
-    store.set(k2, value, end_ms, exp_ms, now_ms)
+    -- The counter: on a live one INCRBY writes what SET ... KEEPTTL
+    -- would (as FW.INCR's flat path does), with no number to write out;
+    -- a fresh window holds 1.
+    if exp_ms then rcall('INCRBY', k2, '1') else store.set(k2, '1', end_ms, nil, now_ms) end
   end
   -- to_reply of the binding verdict (seconds), and its index.
   if second then

@@ -74,9 +74,9 @@ fn random_workload_of_every_command_agrees() {
 /// `CL.THROTTLE`, `FW.INCR` and `SW.ALLOW` with `[quantity] [MS]`, and
 /// `CL.THROTTLEALL` of two keys, `GCRA ... FW ... [ALIGN]`), called often
 /// enough on few keys to be allowed, refused and expired, with now and then
-/// a state the flat paths leave to the layered one (a counter without TTL, a
-/// TAT that is no number, a TAT far from now): the same replies and states
-/// as the module's.
+/// a state the flat paths leave to the layered one (a counter without TTL or
+/// with leading zeros, a TAT that is no number, a TAT far from now): the
+/// same replies and states as the module's.
 fn flat_workload(seed: u64, steps: usize) {
     let s = Server::start();
     let c = &mut s.conn();
@@ -100,13 +100,24 @@ fn flat_workload(seed: u64, steps: usize) {
         let i = gen.below(4);
         if gen.pct(2) {
             // A state for the layered path, on both sides.
-            let (key, value) = match gen.below(3) {
-                0 => (format!("fw:{i}"), "3".to_string()),
-                1 => (format!("cl:{i}"), "abc".to_string()),
-                _ => (format!("cl:{i}"), (now + 3 * 86_400 * SEC).to_string()),
+            let (key, value, px) = match gen.below(5) {
+                0 => (format!("fw:{i}"), "3".to_string(), None),
+                1 => (format!("fw:{i}"), "007".to_string(), Some(30_000)),
+                2 => (format!("{{t{i}}}b"), "01".to_string(), Some(30_000)),
+                3 => (format!("cl:{i}"), "abc".to_string(), None),
+                _ => (
+                    format!("cl:{i}"),
+                    (now + 3 * 86_400 * SEC).to_string(),
+                    None,
+                ),
             };
             for k in [key.as_bytes().to_vec(), twin_key(key.as_bytes())] {
-                redis::cmd("SET").arg(k).arg(&value).query::<()>(c).unwrap();
+                let mut set = redis::cmd("SET");
+                set.arg(k).arg(&value);
+                if let Some(ms) = px {
+                    set.arg("PX").arg(ms);
+                }
+                set.query::<()>(c).unwrap();
             }
         }
         let mut words: Vec<String> = match gen.below(4) {
