@@ -48,21 +48,13 @@ for tool in valgrind callgrind_control callgrind_annotate redis-benchmark redis-
   command -v "$tool" >/dev/null || { echo "bench/profile.sh: $tool is missing" >&2; exit 1; }
 done
 . bench/testkit.sh
+. bench/callgrind.sh
 cargo build --release -q -p redis-cell -p cell-bench
 cargo build -q -p testkit
-out=$(mktemp -d)
-calls=20000
 module=${PROFILE_MODULE:-$PWD/target/release/libredis_cell.so}
 kit_open
-now=1800000000000000000
-kit server --server "$server" --module "$module" --module "$PWD/target/release/libcell_floor.so" \
-  --clock "$now" --wrap valgrind --wrap --tool=callgrind --wrap --dump-instr=no --wrap "--callgrind-out-file=$out/cg.out"
-id=$(field id) port=$(field port) pid=$(field pid) clock=$(text clock) log=$(text log)
+cg_server --server "$server" --module "$module" --module "$PWD/target/release/libcell_floor.so"
 fixed=$(redis-cli -p "$port" script load "$(cat bench/lua/fixed_window.lua)")
-# Keys made beforehand, with an expiry, so that neither the keyspace nor its
-# table of expiries grows (and rehashes, at a point that depends on the
-# random keys) while a workload is counted.
-redis-cli -p "$port" EVAL "for i = 1, tonumber(ARGV[1]) do redis.call('SET', 'pre:' .. i, 'x', 'PX', 3600000000) end" 0 70000 >/dev/null
 rows=()
 # run NAME FUNCTION FLOOR GOAL COMMAND...: FUNCTION is the command's entry
 # point as callgrind names it (its inclusive count is the second column),
@@ -71,7 +63,7 @@ rows=()
 run() {
   local name=$1 fn=$2 floor=$3 goal=$4
   shift 4
-  workload "$name" 25 80000000 "$calls" 1000 "$@"
+  cg_workload "$name" "$@"
   rows+=("$name|$fn|$floor|$goal")
 }
 run warm-up - - - FLOOR.ONE w:__rand_int__
@@ -119,34 +111,21 @@ run "SW.ALLOW k 2 60, refused" sliding::SW_ALLOW::entry "FLOOR.TYPE, 4 words" - 
 run "SW.ALLOW k 2 60 APPROX, refused" sliding::SW_ALLOW::entry "FLOOR.TYPE, 5 words" - \
   SW.ALLOW sq:__rand_int__ 2 60 APPROX
 run "Lua INCR+EXPIRE fixed window" evalShaCommand - - EVALSHA "$fixed" 1 lf:__rand_int__ 100 60 1
-# Every row is in its own dump: the server is killed without a last one.
-kit stop "$id"
-kit_close
+cg_stop
 declare -A whole=()
 printf '%-36s %12s %12s %12s %8s %6s\n' workload "server" "in command" floor ratio goal
 for row in "${rows[@]}"; do
   IFS='|' read -r name fn floor goal <<<"$row"
-  file=$(grep -l "^desc: Trigger: .*dump $name\$" "$out"/cg.out.* | sed -n 1p) || true
-  [ -n "$file" ] || { echo "callgrind wrote no dump for $name" >&2; exit 1; }
   [ "$name" = warm-up ] && continue
-  counts=$(callgrind_annotate --inclusive=yes "$file" 2>/dev/null |
-    awk -v fn="$fn" '{ f = $0; gsub(",", "", $1) }
-      !a && index(f, ":processInputBuffer [") { a = $1 }
-      !c && index(f, ":configGetCommand [") { c = $1 }
-      f ~ /:(clock_gettime|gettimeofday|time) \[.*libcell_faketime/ { t += $1 }
-      !b && index(f, fn " [") { b = $1 }
-      END { print a - c - t, b + 0 }')
-  read -r total inside <<<"$counts"
-  [ "$total" -gt 0 ] || { echo "no processInputBuffer in the dump of $name (a server without symbols?)" >&2; exit 1; }
-  whole[$name]=$((total / calls))
+  counts=$(cg_count "$name" "$fn")
+  read -r total inside _ <<<"$counts"
+  whole[$name]=$total
   floor_count="" ratio=""
   if [ "$floor" != - ]; then
     floor_count=${whole[$floor]}
     ratio=$(awk -v f="$floor_count" -v c="${whole[$name]}" 'BEGIN { printf "%.3f", f / c }')
   fi
   [ "$goal" = - ] && goal=""
-  printf '%-36s %12d %12d %12s %8s %6s\n' "$name" "${whole[$name]}" $((${inside:-0} / calls)) \
+  printf '%-36s %12d %12d %12s %8s %6s\n' "$name" "${whole[$name]}" "$inside" \
     "$floor_count" "$ratio" "$goal"
 done
-if [ -n "${KEEP_PROFILE:-}" ]; then cp "$out"/cg.out.* "$KEEP_PROFILE"/; fi
-rm -rf "$out"

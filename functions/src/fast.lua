@@ -1,64 +1,128 @@
--- A flat path for the commonest calls of CL.THROTTLE, FW.INCR and SW.ALLOW, beside
--- the layered one. Why it exists: through the layers (entry,
--- commands.throttle, grammar.options, single, limiter.decide,
--- limiter.check, store.integer, gcra.decide, verdict, to_reply,
--- limiter.apply, store.set) a CL.THROTTLE call costs about 480 Lua VM
--- instructions and an FW.INCR call about 560, against about 140 and 100
--- for the simple scripts of bench/lua (counted under Lua 5.1 with a stub
--- `redis`, the stub's own included); flat, about 290 each.
+-- A flat path for the commonest calls of CL.THROTTLE, FW.INCR, SW.ALLOW
+-- and CL.THROTTLEALL, beside the layered one. Why it exists: through the
+-- layers (entry, commands.throttle, grammar.options, single,
+-- limiter.decide, limiter.check, store.integer, gcra.decide, verdict,
+-- to_reply, limiter.apply, store.set) a CL.THROTTLE call costs about 480
+-- Lua VM instructions and an FW.INCR call about 560, against about 140 and
+-- 100 for the simple scripts of bench/lua (counted under Lua 5.1 with a
+-- stub `redis`, the stub's own included); flat, about 290 each. What a
+-- call costs the server is counted by bench/profile-twin.sh (callgrind):
+-- there a C call from Lua (tonumber's strtod, a pattern, string.format,
+-- a number handed to redis.call, which the server writes out with
+-- snprintf) costs as much as dozens of VM instructions, so what repeats
+-- from call to call is kept by its text.
 --
 -- It serves only `CL.THROTTLE key max_burst count period [quantity] [MS]`,
--- `FW.INCR key limit window [quantity] [MS]` (a rolling window) and
--- `SW.ALLOW key limit window [quantity] [MS]` (an exact log) with a
--- limiter already parsed (the cache of limiter.cached holds only
--- limiters within the twin's range), a plain quantity word, a clock and a
--- stored TAT, count or log where every value is a whole double far below 2^53; for
--- anything else it returns nil before writing anything and the layered
--- path answers (every error comes from there). Each step below names the
--- layered function whose arithmetic it repeats, operation for operation.
+-- `FW.INCR key limit window [quantity] [MS]` (a rolling window),
+-- `SW.ALLOW key limit window [quantity] [MS]` (an exact log) and
+-- `CL.THROTTLEALL 2 k1 k2 GCRA max_burst count period FW limit window
+-- [ALIGN]`, with limiters that parse within the twin's range (kept in
+-- limiter.cached, as the layered path keeps them), a plain quantity word,
+-- a clock and a stored TAT, count or log where every value is a whole
+-- double far below 2^53; for anything else it returns nil before writing
+-- anything and the layered path answers (every error comes from there).
+-- Each step below names the layered function whose arithmetic it
+-- repeats, operation for operation.
 
 local fast = {}
 
 -- limiter.cached by the words themselves: nested tables rather than one
 -- joined string, so a hit makes no string. Filled from limiter.cached
--- only (a limiter depends on its words alone); bounded as that is.
+-- (a limiter depends on its words alone); bounded as that is.
 -- `c` is the third word (GCRA's period), or 0 for FW's key ('F' limit
--- window, no TZ, no ALIGN), or 1 for SW's ('S' limit window).
-local by_words, by_words_n = { G = {}, F = {}, S = {} }, 0
+-- window, no TZ, no ALIGN), 2 for FW's with ALIGN ('A'), or 1 for SW's
+-- ('S' limit window).
+-- What is kept is what the flat path reads, worked out once (prepared),
+-- or false for a limiter it does not serve: the layered path answers.
+local by_words, by_words_n = { G = {}, F = {}, A = {}, S = {} }, 0
 
+local prepared = {
+  -- gcra.decide's fast path: the interval and tolerance as doubles.
+  G = function(lim)
+    local g = lim[2]
+    if not g[6] then return false end
+    return { g[6], g[7], g[5] }
+  end,
+  -- A rolling window below 1e15 ns: limit, window (a pair).
+  F = function(lim)
+    local fw = lim[2]
+    if fw[2] ~= 'rolling' or fw.all or ptod(fw[3], fw[4]) >= 1e15 then return false end
+    return { fw[1], fw[3], fw[4] }
+  end,
+  -- An aligned window of whole seconds below 1e6 s: limit, seconds.
+  A = function(lim)
+    local fw = lim[2]
+    if fw[2] ~= 'aligned' or fw.all or fw[4] ~= 0 or fw[3] >= 1000000 then return false end
+    return { fw[1], fw[3] }
+  end,
+  -- An exact log: limit, window (a pair).
+  S = function(lim)
+    if lim[1] ~= 'exact' then return false end
+    return { lim[2], lim[3], lim[4] }
+  end,
+}
+
+-- A limiter's key in limiter.cached (commands.lua's gcra_of, fixed_of
+-- without options, fixed_of with ALIGN, sliding_of) and its parse, as
+-- commands.lua's cached_limiter makes them.
+local limiter_key = {
+  G = function(a, b, c) return 'G' .. a .. '\0' .. b .. '\0' .. c end,
+  F = function(a, b) return 'F' .. a .. '\0' .. b .. '\0' end,
+  A = function(a, b) return 'F' .. a .. '\0' .. b .. '\0\0A' end,
+  S = function(a, b) return 'S' .. a .. '\0' .. b end,
+}
+local parse = {
+  G = function(a, b, c) return limiter.gcra(a, b, c) end,
+  F = function(a, b) return limiter.fixed(a, b, nil, false, nil) end,
+  A = function(a, b) return limiter.fixed(a, b, nil, true, nil) end,
+  S = function(a, b) return limiter.sliding(a, b, false) end,
+}
+
+-- What the flat path keeps for the limiter of words a, b (and c, GCRA's
+-- period; for the others a constant naming the kind), or false; nil when
+-- the words do not parse or are out of the twin's range (the layered
+-- path answers the error). A limiter parsed here is remembered in
+-- limiter.cached, as cached_limiter remembers it.
 local function cached_by_words(kind, a, b, c)
   local kt = by_words[kind]
   local t = kt[a]
   t = t and t[b]
   t = t and t[c]
-  if t then return t end
-  local k
-  if c == 1 then k = kind .. a .. '\0' .. b
-  else k = kind .. a .. '\0' .. b .. '\0' .. (c ~= 0 and c or '') end
+  if t ~= nil then return t end
+  local k = limiter.cache_key(limiter_key[kind](a, b, c))
+  if not k then return nil end
   local lim = limiter.cached(k)
-  if not lim then return nil end
+  if not lim then
+    lim = parse[kind](a, b, c)
+    if not lim or not limiter.check_range(lim) then return nil end
+    limiter.remember(k, lim)
+  end
   if by_words_n >= 4096 then
-    by_words, by_words_n = { G = {}, F = {}, S = {} }, 0
+    by_words, by_words_n = { G = {}, F = {}, A = {}, S = {} }, 0
     kt = by_words[kind]
   end
   local ta = kt[a]
   if not ta then ta = {}; kt[a] = ta end
   local tb = ta[b]
   if not tb then tb = {}; ta[b] = tb end
-  tb[c] = lim
+  local p = prepared[kind](lim)
+  tb[c] = p
   by_words_n = by_words_n + 1
-  return lim
+  return p
 end
 
 -- A quantity word this path reads: plain digits, below 1e9 (remembered
--- by its word, as parse.lua's integer() remembers short words).
-local quantities, quantities_n = {}, 0
+-- by its word, as parse.lua's integer() remembers short words), and its
+-- canonical text (no leading zeros), which goes to redis.call as it is:
+-- a number there is written out with snprintf in the server, every call.
+local quantities, quantity_texts, quantities_n = {}, {}, 0
 local function plain_quantity(w)
   local q = quantities[w]
   if q ~= nil then return q end
   q = #w <= 9 and sfind(w, '^%d+$') and tonum(w) or false
-  if quantities_n >= 1024 then quantities, quantities_n = {}, 0 end
+  if quantities_n >= 1024 then quantities, quantity_texts, quantities_n = {}, {}, 0 end
   quantities[w], quantities_n = q, quantities_n + 1
+  if q then quantity_texts[q] = tostr(q) end
   return q
 end
 
@@ -66,21 +130,109 @@ end
 -- `from - 1` words: the quantity (1 when not given) and MS; nil for any
 -- other options.
 local function plain_options(argv, from)
-  local nargs = #argv
-  if nargs < from - 1 or nargs > from + 1 then return nil end
-  local q, given, ms = 1, false, false
-  for i = from, nargs do
-    local w = argv[i]
-    if w == 'MS' or w == 'ms' then
-      if ms then return nil end
-      ms = true
-    else
-      if given then return nil end
-      q, given = plain_quantity(w), true
-      if not q then return nil end
-    end
+  local w = argv[from]
+  if not w then return 1, false end
+  local w2 = argv[from + 1]
+  if w2 then
+    if argv[from + 2] then return nil end
+    -- Either order; one of the two must be MS.
+    if w == 'MS' or w == 'ms' then w, w2 = w2, w end
+    if w2 ~= 'MS' and w2 ~= 'ms' then return nil end
+    return plain_quantity(w), true
   end
-  return q, ms
+  if w == 'MS' or w == 'ms' then return 1, true end
+  return plain_quantity(w), false
+end
+
+-- The text of a quantity plain_quantity read.
+local function quantity_text(q)
+  return quantity_texts[q] or tostr(q)
+end
+
+-- A counter's value in canonical digits (at most 15, no leading zero):
+-- its number, remembered by its text (bounded); nil for anything else
+-- (INCRBY refuses "007", which the layered path reads as 7 and rewrites).
+local counts, counts_n = {}, 0
+local function plain_count(v)
+  local c = counts[v]
+  if c then return c end
+  if ltype(v) ~= 'string' or #v > 15 or not (sfind(v, '^[1-9]%d*$') or v == '0') then return nil end
+  c = tonum(v)
+  if counts_n >= 1024 then counts, counts_n = {}, 0 end
+  counts[v], counts_n = c, counts_n + 1
+  return c
+end
+
+-- A key's expiry (store.expire_ms): PEXPIRETIME while the server has it.
+local has_pexpiretime = true
+local function expire_ms(key, now_ms)
+  if has_pexpiretime then
+    local t = rpcall('PEXPIRETIME', key)
+    if ltype(t) == 'number' then
+      if t < 0 then return nil end
+      return t
+    end
+    has_pexpiretime = false
+  end
+  return store.expire_ms(key, now_ms)
+end
+
+-- A stored TAT's whole seconds (digits without a leading zero), remembered
+-- by their text (bounded): TATs of one rate limit share their seconds from
+-- call to call. False for any other text. (One pattern over the whole TAT
+-- that also splits it backtracks: it costs several times this.)
+local tat_seconds, tat_seconds_n = {}, 0
+local function seconds_of(st)
+  local s = tat_seconds[st]
+  if s ~= nil then return s end
+  s = sfind(st, '^[1-9]%d*$') and tonum(st) or false
+  if tat_seconds_n >= 4096 then tat_seconds, tat_seconds_n = {}, 0 end
+  tat_seconds[st], tat_seconds_n = s, tat_seconds_n + 1
+  return s
+end
+
+-- store.integer for a TAT in canonical digits (integer() reads them so):
+-- the TAT relative to now in ns when within a day of now (gcra.decide's
+-- fast path), 0 for an absent key; nil for anything else.
+local function tat_rel(key, now_s, now_n)
+  local v = rpcall('GET', key)
+  if not v then return 0 end
+  if ltype(v) ~= 'string' then return nil end
+  local len = #v
+  if len < 10 or len > 19 then return nil end
+  local s = seconds_of(ssub(v, 1, len - 9))
+  if not s then return nil end
+  local nt = ssub(v, len - 8)
+  if not sfind(nt, '^%d+$') then return nil end
+  local ds = s - now_s
+  if ds > 86400 or ds < -86400 then return nil end
+  return ds * B + (tonum(nt) - now_n)
+end
+
+-- store.integer and store.expire_ms for a counter in plain digits, as
+-- fixed.decide takes it: the count and the expiry (0 and nil when absent
+-- or expired); nil for anything else, and for a counter without TTL
+-- (its repair is the layered path's).
+local function live_count(key, now_ms)
+  local v = rpcall('GET', key)
+  if not v then return 0 end
+  local count = plain_count(v)
+  if not count then return nil end
+  local exp_ms = expire_ms(key, now_ms)
+  if not exp_ms then return nil end
+  if now_ms >= exp_ms then return 0 end
+  return count, exp_ms
+end
+
+-- fixed.decide's until_ms (end_ms * 1e6 - now) in its usual range, as a
+-- pair clamped at 0; nil beyond it.
+local function until_end(end_ms, now_ms, now_n)
+  local d = end_ms - now_ms
+  if not (d < 9e9 and d > -9e9) then return nil end
+  local x = d * 1000000 - now_n % 1000000
+  local us = floor(x / B)
+  if us < 0 then return 0, 0 end
+  return us, x - us * B
 end
 
 fast['cl.throttle'] = function(keys, argv)
@@ -89,30 +241,21 @@ fast['cl.throttle'] = function(keys, argv)
   local q, ms = plain_options(argv, 4)
   if not q then return nil end
   -- gcra_of: only a limiter parsed before (cached_limiter's hit).
-  local lim = cached_by_words('G', argv[1], argv[2], argv[3])
-  if not lim then return nil end
-  local g = lim[2]
-  local e, t = g[6], g[7]
-  if not e then return nil end
+  local g = cached_by_words('G', argv[1], argv[2], argv[3])
+  if not g then return nil end
+  local e, t = g[1], g[2]
   local inc = e * q
   if inc >= 1e15 then return nil end
   -- store.now; limiter.check (gcra.check) holds for a clock below 9e9 s
   -- and a tolerance below 1e15 ns.
   local now_s, now_n, now_ms = store.now()
   if not (now_s < 9000000000) then return nil end
-  -- store.integer: a TAT in canonical digits (integer() reads them so);
+  -- store.integer: a TAT in canonical digits (integer() reads them so),
+  -- split into its seconds and nanoseconds by one match;
   -- gcra.decide's fast path: within a day of now.
   local key = keys[1]
-  local v = rpcall('GET', key)
-  local rel = 0
-  if v then
-    if ltype(v) ~= 'string' then return nil end
-    local len = #v
-    if len < 10 or len > 19 or not sfind(v, '^[1-9]%d*$') then return nil end
-    local ds = tonum(ssub(v, 1, len - 9)) - now_s
-    if ds > 86400 or ds < -86400 then return nil end
-    rel = ds * B + (tonum(ssub(v, len - 8)) - now_n)
-  end
+  local rel = tat_rel(key, now_s, now_n)
+  if not rel then return nil end
   -- gcra.decide's fast path.
   local new_rel = (rel > 0 and rel or 0) + inc
   local allow_rel = new_rel - t
@@ -122,7 +265,7 @@ fast['cl.throttle'] = function(keys, argv)
   local rem, x = 0, t - ttl
   if x > 0 then
     if e >= 1000 then rem = floor(floor(x / 1000) / floor(e / 1000)) else rem = floor(x / e) end
-    if rem > g[5] then rem = g[5] end
+    if rem > g[3] then rem = g[3] end
   end
   local ttl_s = floor(ttl / B)
   local ttl_n = ttl - ttl_s * B
@@ -136,12 +279,12 @@ fast['cl.throttle'] = function(keys, argv)
       local rs = floor(allow_rel / B)
       retry = unit_of(ms, rs, allow_rel - rs * B)
     end
-    return { 1, g[5], rem, retry, reset }
+    return { 1, g[3], rem, retry, reset }
   end
   -- limiter.apply: store.set with gcra.decide's new TAT and expiry.
   local nts, ntn = padd(now_s, now_n, ttl_s, ttl_n)
-  store.set(key, ptostr(nts, ntn), now_s * 1000 + floor(now_n / 1000000) + floor(ttl / 1000000), nil, now_ms)
-  return { 0, g[5], rem, -1, reset }
+  store.set(key, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+  return { 0, g[3], rem, -1, reset }
 end
 
 fast['fw.incr'] = function(keys, argv)
@@ -150,50 +293,42 @@ fast['fw.incr'] = function(keys, argv)
   local q, ms = plain_options(argv, 3)
   if not q then return nil end
   -- fixed_of: only a rolling window parsed before (cached_limiter's hit).
-  local lim = cached_by_words('F', argv[1], argv[2], 0)
-  if not lim then return nil end
-  local fw = lim[2]
-  if fw[2] ~= 'rolling' then return nil end
-  local w = ptod(fw[3], fw[4])
-  if w >= 1e15 then return nil end
+  local fw = cached_by_words('F', argv[1], argv[2], 0)
+  if not fw then return nil end
   -- store.now; limiter.check (fixed.check) holds for a clock below 9e9 s
   -- and a window below 1e15 ns.
   local now_s, now_n, now_ms = store.now()
   if not (now_s < 9000000000) then return nil end
   -- store.integer: a count in plain digits; store.expire_ms.
   local key = keys[1]
-  local v = rpcall('GET', key)
-  local count, exp_ms = 0, nil
-  if v then
-    if ltype(v) ~= 'string' or #v > 15 or not sfind(v, '^%d+$') then return nil end
-    exp_ms = store.expire_ms(key, now_ms)
-    -- A counter without TTL needs the repair: the layered path.
-    if not exp_ms then return nil end
-    -- fixed.decide: alive, or absent.
-    if now_ms < exp_ms then count = tonum(v) else exp_ms = nil end
-  end
+  local count, exp_ms = live_count(key, now_ms)
+  if not count then return nil end
   -- fixed.decide: the window's end (new_window_end_ms for a rolling
-  -- window), then until_ms in its usual range.
+  -- window), then until_ms.
   local end_ms = exp_ms
   if not end_ms then
-    local es, en = padd(now_s, now_n, fw[3], fw[4])
+    local es, en = padd(now_s, now_n, fw[2], fw[3])
     end_ms = es * 1000 + floor(en / 1000000)
     if en % 1000000 > 0 then end_ms = end_ms + 1 end
   end
-  local d = end_ms - now_ms
-  if not (d < 9e9 and d > -9e9) then return nil end
-  local x = d * 1000000 - now_n % 1000000
-  local us = floor(x / B)
-  local un = x - us * B
-  if us < 0 then us, un = 0, 0 end
+  local us, un = until_end(end_ms, now_ms, now_n)
+  if not us then return nil end
   local limit = fw[1]
-  local fits = limit > 0 and q <= limit
-  local after, limited, retry, store_it = count, false, -1, false
-  if not fits then
+  local after, limited, retry = count, false, -1
+  if not (limit > 0 and q <= limit) then
     limited = true
   elseif count + q <= limit then
     after = count + q
-    store_it = q > 0
+    -- limiter.apply: store.set of the count, keeping an unchanged expiry;
+    -- on a live counter, INCRBY writes the same value and keeps its TTL.
+    if q > 0 then
+      if exp_ms then
+        rcall('INCRBY', key, quantity_text(q))
+      else
+        -- A fresh window: the count is the quantity.
+        store.set(key, quantity_text(q), end_ms, nil, now_ms)
+      end
+    end
   else
     limited = true
     retry = unit_of(ms, us, un)
@@ -201,21 +336,10 @@ fast['fw.incr'] = function(keys, argv)
   local rem = limit - after
   if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
   -- to_reply: reset.
-  local ts, tn = 0, 0
-  if after > 0 then ts, tn = us, un end
   local reset
-  if ms then reset = unit_of(true, ts, tn)
-  else reset = tn >= 1000000 and ts + 1 or ts end
-  -- limiter.apply: store.set of the count, keeping an unchanged expiry;
-  -- on a live counter, INCRBY writes the same value and keeps its TTL.
-  if store_it then
-    if exp_ms then
-      rcall('INCRBY', key, q)
-    else
-      local as = floor(after / B)
-      store.set(key, parg(as, after - as * B), end_ms, exp_ms, now_ms)
-    end
-  end
+  if after <= 0 then reset = 0
+  elseif ms then reset = unit_of(true, us, un)
+  else reset = un >= 1000000 and us + 1 or us end
   return { limited and 1 or 0, limit, rem, retry, reset }
 end
 
@@ -226,8 +350,8 @@ fast['sw.allow'] = function(keys, argv)
   if not q then return nil end
   -- sliding_of: only an exact log parsed before (cached_limiter's hit).
   local lim = cached_by_words('S', argv[1], argv[2], 1)
-  if not lim or lim[1] ~= 'exact' then return nil end
-  local limit, ws, wn = lim[2], lim[3], lim[4]
+  if not lim then return nil end
+  local limit, ws, wn = lim[1], lim[2], lim[3]
   -- store.now; limiter.check.
   local now_s, now_n, now_ms = store.now()
   if past_i64(now_s, now_n, ws, wn) then return nil end
@@ -254,4 +378,111 @@ fast['sw.allow'] = function(keys, argv)
     store.set(key, v2, exp, nil, now_ms)
   end
   return to_reply(verdict_, ms)
+end
+
+-- CL.THROTTLEALL's commonest form: two keys, `GCRA max_burst count period
+-- FW limit window [ALIGN]` (a rolling window, or an aligned one of whole
+-- seconds), no call options; both limiters as the flat paths above take
+-- them. Every step is the layered path's for these two limiters
+-- (throttle_all.lua: one instant, both states read before anything is
+-- written, binding_of, limiter.apply's writes, to_reply), on doubles.
+fast['cl.throttleall'] = function(keys, argv)
+  local k1, k2 = keys[1], keys[2]
+  if not k2 or keys[3] or k1 == k2 then return nil end
+  if argv[1] ~= 'GCRA' or argv[5] ~= 'FW' then return nil end
+  local align, fw = argv[8], nil
+  if align then
+    if align ~= 'ALIGN' or argv[9] then return nil end
+    fw = cached_by_words('A', argv[6], argv[7], 2)
+  elseif argv[7] then
+    fw = cached_by_words('F', argv[6], argv[7], 0)
+  end
+  if not fw then return nil end
+  local g = cached_by_words('G', argv[2], argv[3], argv[4])
+  if not g then return nil end
+  local now_s, now_n, now_ms = store.now()
+  if not (now_s < 9000000000) then return nil end
+  local rel = tat_rel(k1, now_s, now_n)
+  if not rel then return nil end
+  local count, exp_ms = live_count(k2, now_ms)
+  if not count then return nil end
+  -- gcra.decide's fast path, quantity 1.
+  local e, t = g[1], g[2]
+  local new_rel = (rel > 0 and rel or 0) + e
+  local allow_rel = new_rel - t
+  local ttl = new_rel
+  local g_limited = allow_rel > 0
+  if g_limited then ttl = rel > 0 and rel or 0 end
+  local g_rem, x = 0, t - ttl
+  if x > 0 then
+    if e >= 1000 then g_rem = floor(floor(x / 1000) / floor(e / 1000)) else g_rem = floor(x / e) end
+    if g_rem > g[3] then g_rem = g[3] end
+  end
+  local g_rs, g_rn
+  if g_limited and e <= t then
+    g_rs = floor(allow_rel / B)
+    g_rn = allow_rel - g_rs * B
+  end
+  -- fixed.decide, quantity 1: the window's end (a rolling window's, or
+  -- an aligned one's: the next multiple of the window after now).
+  local end_ms = exp_ms
+  if not end_ms then
+    if align then
+      local w = fw[2]
+      end_ms = (now_s - now_s % w + w) * 1000
+    else
+      local es, en = padd(now_s, now_n, fw[2], fw[3])
+      end_ms = es * 1000 + floor(en / 1000000)
+      if en % 1000000 > 0 then end_ms = end_ms + 1 end
+    end
+  end
+  local us, un = until_end(end_ms, now_ms, now_n)
+  if not us then return nil end
+  local limit = fw[1]
+  local after, f_limited, f_rs, f_rn = count, false, nil, nil
+  if not (limit > 0 and 1 <= limit) then
+    f_limited = true
+  elseif count + 1 <= limit then
+    after = count + 1
+  else
+    f_limited, f_rs, f_rn = true, us, un
+  end
+  local f_rem = limit - after
+  if f_rem < 0 then f_rem = 0 elseif f_rem > limit then f_rem = limit end
+  -- binding_of: the FW limiter binds when it refuses and the GCRA allows,
+  -- when both refuse and it waits longer (no retry time: longest), or
+  -- when both allow and it has less left.
+  local second
+  if g_limited ~= f_limited then
+    second = f_limited
+  elseif g_limited then
+    if g_rs == nil then second = false
+    elseif f_rs == nil then second = true
+    else second = plt(g_rs, g_rn, f_rs, f_rn) end
+  else
+    second = f_rem < g_rem
+  end
+  -- limiter.apply: both writes when both allow.
+  if not (g_limited or f_limited) then
+    local ttl_s = floor(ttl / B)
+    local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
+    store.set(k1, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+    -- The counter: on a live one INCRBY writes what SET ... KEEPTTL
+    -- would (as FW.INCR's flat path does), with no number to write out;
+    -- a fresh window holds 1.
+    if exp_ms then rcall('INCRBY', k2, '1') else store.set(k2, '1', end_ms, nil, now_ms) end
+  end
+  -- to_reply of the binding verdict (seconds), and its index.
+  if second then
+    local reset = 0
+    if after > 0 then reset = un >= 1000000 and us + 1 or us end
+    local retry = -1
+    if f_rs then retry = whole_seconds_rounded_up(f_rs, f_rn) end
+    return { f_limited and 1 or 0, limit, f_rem, retry, reset, 2 }
+  end
+  local ttl_s = floor(ttl / B)
+  local reset = ttl - ttl_s * B >= 1000000 and ttl_s + 1 or ttl_s
+  local retry = -1
+  if g_rs then retry = whole_seconds_rounded_up(g_rs, g_rn) end
+  return { g_limited and 1 or 0, g[3], g_rem, retry, reset, 1 }
 end

@@ -150,12 +150,20 @@ end
 -- expiry (Unix ms).
 function sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
   local last = cum(v, n, base)
-  local cs, cn = sat_sub(at_s, at_n, ws, wn)
-  local entries, nb = purge(v, n, base, cs, cn, dropped)
-  if last + q >= 9007199254740992 then
-    entries, last, nb = rebase(entries, nb), last - nb, 0
+  local out
+  if v and dropped == 0 and last + q < 9007199254740992 and base < 9007199254740992 then
+    -- Nothing to drop, no rebase, a base that reads back to its own
+    -- bytes: the new string is the old one and the entry (one copy, not
+    -- the entries cut out and joined again).
+    out = v .. spack('>I5I4I7', at_s, at_n, last + q)
+  else
+    local cs, cn = sat_sub(at_s, at_n, ws, wn)
+    local entries, nb = purge(v, n, base, cs, cn, dropped)
+    if last + q >= 9007199254740992 then
+      entries, last, nb = rebase(entries, nb), last - nb, 0
+    end
+    out = SWE .. spack('>I7', nb) .. entries .. spack('>I5I4I7', at_s, at_n, last + q)
   end
-  local out = SWE .. spack('>I7', nb) .. entries .. spack('>I5I4I7', at_s, at_n, last + q)
   local es, en = sat_add(at_s, at_n, ws, wn)
   return out, es * 1000 + floor(en / 1000000)
 end

@@ -6,10 +6,15 @@
 local store = {}
 
 -- The clock: TIME, in microseconds. Returns now as a pair of nanoseconds
--- and now in Unix ms.
+-- and now in Unix ms. The seconds' text repeats from call to call: its
+-- number is kept (tonumber is the C library's strtod, about a thousand
+-- machine instructions; comparing two Lua strings is one).
+local sec_text, sec_num = '', 0
 function store.now()
   local t = rcall('TIME')
-  local sec, usec = tonum(t[1]), tonum(t[2])
+  local st, usec = t[1], tonum(t[2])
+  if st ~= sec_text then sec_text, sec_num = st, tonum(st) end
+  local sec = sec_num
   return sec, usec * 1000, sec * 1000 + floor(usec / 1000)
 end
 

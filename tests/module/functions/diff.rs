@@ -69,3 +69,133 @@ fn random_workload_of_every_command_agrees() {
         }
     }
 }
+
+/// The common forms the twin serves on its flat paths (functions/src/fast.lua:
+/// `CL.THROTTLE`, `FW.INCR` and `SW.ALLOW` with `[quantity] [MS]`, and
+/// `CL.THROTTLEALL` of two keys, `GCRA ... FW ... [ALIGN]`), called often
+/// enough on few keys to be allowed, refused and expired, with now and then
+/// a state the flat paths leave to the layered one (a counter without TTL or
+/// with leading zeros, a TAT that is no number, a TAT far from now): the
+/// same replies and states as the module's.
+fn flat_workload(seed: u64, steps: usize) {
+    let s = Server::start();
+    let c = &mut s.conn();
+    cmd(c, "DEBUG SET-ACTIVE-EXPIRE 0").unwrap();
+    let mut pair = Pair::new(c, seed);
+    let mut gen = Gen::new(seed);
+    let mut now = T0;
+    let (mut refused, mut allowed) = (0, 0);
+    let pick =
+        |gen: &mut Gen, items: &[&str]| items[gen.below(items.len() as u64) as usize].to_string();
+    for step in 0..steps {
+        // Mostly small steps, so that states stay near now.
+        now = if gen.pct(90) {
+            now + gen.below(300_000) as i64 * 1_000
+        } else {
+            gen.step(now)
+        };
+        s.set_time(now);
+        pair.now = now;
+        pair.step = step;
+        let i = gen.below(4);
+        if gen.pct(2) {
+            // A state for the layered path, on both sides.
+            let (key, value, px) = match gen.below(5) {
+                0 => (format!("fw:{i}"), "3".to_string(), None),
+                1 => (format!("fw:{i}"), "007".to_string(), Some(30_000)),
+                2 => (format!("{{t{i}}}b"), "01".to_string(), Some(30_000)),
+                3 => (format!("cl:{i}"), "abc".to_string(), None),
+                _ => (
+                    format!("cl:{i}"),
+                    (now + 3 * 86_400 * SEC).to_string(),
+                    None,
+                ),
+            };
+            for k in [key.as_bytes().to_vec(), twin_key(key.as_bytes())] {
+                let mut set = redis::cmd("SET");
+                set.arg(k).arg(&value);
+                if let Some(ms) = px {
+                    set.arg("PX").arg(ms);
+                }
+                set.query::<()>(c).unwrap();
+            }
+        }
+        let mut words: Vec<String> = match gen.below(4) {
+            0 => vec![
+                "CL.THROTTLE".into(),
+                format!("cl:{i}"),
+                pick(&mut gen, &["0", "1", "3", "1000"]),
+                pick(&mut gen, &["1", "2", "30"]),
+                pick(&mut gen, &["1", "2", "60"]),
+            ],
+            1 => vec![
+                "FW.INCR".into(),
+                format!("fw:{i}"),
+                pick(&mut gen, &["0", "1", "2", "5", "100"]),
+                pick(&mut gen, &["1", "2", "60"]),
+            ],
+            2 => vec![
+                "SW.ALLOW".into(),
+                format!("sw:{i}"),
+                pick(&mut gen, &["0", "1", "2", "5", "100"]),
+                pick(&mut gen, &["1", "2", "60"]),
+            ],
+            _ => {
+                let mut w = vec![
+                    "CL.THROTTLEALL".into(),
+                    "2".into(),
+                    format!("{{t{i}}}a"),
+                    format!("{{t{i}}}b"),
+                    "GCRA".into(),
+                    pick(&mut gen, &["0", "1", "3", "1000"]),
+                    pick(&mut gen, &["1", "2", "30"]),
+                    pick(&mut gen, &["1", "2", "60"]),
+                    "FW".into(),
+                    pick(&mut gen, &["0", "1", "2", "5", "100"]),
+                    pick(&mut gen, &["1", "2", "60"]),
+                ];
+                if gen.pct(50) {
+                    w.push("ALIGN".into());
+                }
+                w
+            }
+        };
+        if words[0] != "CL.THROTTLEALL" {
+            let mut options = Vec::new();
+            if gen.pct(60) {
+                options.push(pick(&mut gen, &["0", "1", "2", "5", "007"]));
+            }
+            if gen.pct(30) {
+                options.push(pick(&mut gen, &["MS", "ms"]));
+            }
+            if gen.pct(50) {
+                options.reverse();
+            }
+            words.extend(options);
+        }
+        let words: Vec<Vec<u8>> = words.into_iter().map(String::into_bytes).collect();
+        match pair.check(c, &words) {
+            Ok(Value::Array(v)) if v.first() == Some(&Value::Int(1)) => refused += 1,
+            Ok(Value::Array(_)) => allowed += 1,
+            _ => {}
+        }
+    }
+    eprintln!("seed {seed:#x}: {allowed} allowed, {refused} refused");
+    assert!(
+        allowed > steps / 5 && refused > steps / 5,
+        "workload too one-sided: {allowed} allowed, {refused} refused"
+    );
+}
+
+#[test]
+fn flat_paths_agree_with_the_module() {
+    let steps = env_u64("TWIN_STEPS").unwrap_or(3_000) as usize;
+    match env_u64("TWIN_SEED") {
+        Some(seed) => flat_workload(seed, steps),
+        None => {
+            for seed in [0xF1A7_0001, 0xF1A7_2026] {
+                flat_workload(seed, steps);
+            }
+        }
+    }
+}
