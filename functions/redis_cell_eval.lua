@@ -2567,19 +2567,9 @@ local function plain_count(v)
   return c
 end
 
--- A key's expiry (store.expire_ms): PEXPIRETIME while the server has it.
-local has_pexpiretime = true
-local function expire_ms(key, now_ms)
-  if has_pexpiretime then
-    local t = rpcall('PEXPIRETIME', key)
-    if ltype(t) == 'number' then
-      if t < 0 then return nil end
-      return t
-    end
-    has_pexpiretime = false
-  end
-  return store.expire_ms(key, now_ms)
-end
+-- A key's expiry, as the general path reads it (a local: no table lookup
+-- per call).
+local expire_ms = store.expire_ms
 
 -- A stored TAT's whole seconds (digits without a leading zero), remembered
 -- by their text (bounded): TATs of one rate limit share their seconds from
