@@ -7,6 +7,8 @@
 //! the decisions made in it).
 //! Usage: bench <seconds per round> <concurrency> <rounds> <mode: reference|all>
 //!   <TLS: off | CA file> <service gRPC port> <service pid> <floor gRPC port> <floor pid>
+//! or, to count instructions under callgrind: bench calls <gRPC port> <descriptors> <calls>
+//!   (that many calls, one after the other on one plaintext connection).
 
 use std::ops::AsyncFnMut;
 use std::time::{Duration, Instant};
@@ -117,6 +119,24 @@ async fn channel(port: u16, ca: Option<&str>) -> Channel {
         .unwrap()
 }
 
+/// A request of `n` descriptors (`a`, `b`, `c`) of one user.
+fn request(n: usize, user: usize) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: "bench".into(),
+        descriptors: ["a", "b", "c"][..n]
+            .iter()
+            .map(|k| RateLimitDescriptor {
+                entries: vec![rate_limit_descriptor::Entry {
+                    key: k.to_string(),
+                    value: format!("u{user}"),
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        hits_addend: 0,
+    }
+}
+
 /// `conc` clients, each on its own connection, calling for `secs` with
 /// `n` descriptors of their own user.
 async fn round(t: &Target, ca: Option<&str>, n: usize, secs: f64, conc: usize) -> Round {
@@ -128,23 +148,9 @@ async fn round(t: &Target, ca: Option<&str>, n: usize, secs: f64, conc: usize) -
     let mut tasks: Vec<JoinHandle<Vec<Duration>>> = Vec::new();
     for (user, mut c) in clients.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
-            let descriptors: Vec<RateLimitDescriptor> = ["a", "b", "c"][..n]
-                .iter()
-                .map(|k| RateLimitDescriptor {
-                    entries: vec![rate_limit_descriptor::Entry {
-                        key: k.to_string(),
-                        value: format!("u{user}"),
-                    }],
-                    ..Default::default()
-                })
-                .collect();
+            let req = request(n, user);
             latencies(secs, async move || {
-                let req = RateLimitRequest {
-                    domain: "bench".into(),
-                    descriptors: descriptors.clone(),
-                    hits_addend: 0,
-                };
-                c.should_rate_limit(req).await.unwrap();
+                c.should_rate_limit(req.clone()).await.unwrap();
             })
             .await
         }));
@@ -165,6 +171,18 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let a: Vec<String> = std::env::args().collect();
+    if a[1] == "calls" {
+        let (port, n, calls): (u16, usize, usize) = (
+            a[2].parse().unwrap(),
+            a[3].parse().unwrap(),
+            a[4].parse().unwrap(),
+        );
+        let mut c = RateLimitServiceClient::new(channel(port, None).await);
+        for _ in 0..calls {
+            c.should_rate_limit(request(n, 0)).await.unwrap();
+        }
+        return;
+    }
     let secs: f64 = a[1].parse().unwrap();
     let conc: usize = a[2].parse().unwrap();
     let rounds: usize = a[3].parse().unwrap();
