@@ -1,6 +1,14 @@
-//! Benchmark (not a test): ShouldRateLimit through gRPC against the same
-//! Redis calls made directly, 1 and 3 descriptors, in one run.
-//! Usage: bench <rls grpc port> <redis port> <seconds per round> <concurrency> <mode: reference|all>
+//! Benchmark (not a test): ShouldRateLimit through gRPC, redis-cell-rls
+//! against its floor (examples/floor.rs: the same Redis pipeline behind
+//! the same tonic, nothing else), 1 and 3 descriptors, in rounds that
+//! alternate the two. Requests per second, the service's over the floor's
+//! (per pair of rounds, the median), and the CPU time each process spent
+//! per decision (utime + stime of /proc/PID/stat over a round, divided by
+//! the decisions made in it).
+//! Usage: bench <seconds per round> <concurrency> <rounds> <mode: reference|all>
+//!   <TLS: off | CA file> <service gRPC port> <service pid> <floor gRPC port> <floor pid>
+//! or, to count instructions under callgrind: bench calls <gRPC port> <descriptors> <calls>
+//!   (that many calls, one after the other on one plaintext connection).
 
 use std::ops::AsyncFnMut;
 use std::time::{Duration, Instant};
@@ -10,31 +18,42 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::{
 };
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
-use rls::config::{Config, ConfigFile, Entry};
-use rls::plan::{self, Charge, Mode};
+use hyper_util::rt::TokioIo;
+use openssl::ssl::{SslConnector, SslMethod};
 use tokio::task::JoinHandle;
+use tonic::transport::{Channel, Endpoint, Uri};
 
-const CONFIG: &str = "domain: bench\ndescriptors:\n  - key: a\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n  - key: b\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n  - key: c\n    rate_limit: {unit: hour, requests_per_unit: 1000000000}\n";
-
-fn entries(n: usize, user: usize) -> Vec<Vec<Entry>> {
-    ["a", "b", "c"][..n]
-        .iter()
-        .map(|k| {
-            vec![Entry {
-                key: k.to_string(),
-                value: format!("u{user}"),
-            }]
-        })
-        .collect()
+/// One process under load: where to call it, which process to read.
+struct Target {
+    port: u16,
+    pid: u32,
 }
 
 struct Round {
     rps: f64,
     p50: Duration,
     p99: Duration,
+    /// CPU seconds of the target per decision.
+    cpu: f64,
 }
 
-fn summarize(mut lat: Vec<Duration>, secs: f64) -> Round {
+/// utime + stime of a process, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the target's stat");
+    // The fields after the command's closing parenthesis, from state (3rd).
+    let rest = &stat[stat.rfind(')').expect("a stat line") + 2..];
+    let f: Vec<u64> = rest
+        .split(' ')
+        .skip(11)
+        .take(2)
+        .map(|x| x.parse().unwrap())
+        .collect();
+    // SAFETY: sysconf reads a constant of the system; no memory is passed.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f[0] + f[1]) as f64 / tick
+}
+
+fn summarize(mut lat: Vec<Duration>, secs: f64, cpu: f64) -> Round {
     lat.sort();
     let pick = |q: f64| {
         lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1)))
@@ -45,6 +64,7 @@ fn summarize(mut lat: Vec<Duration>, secs: f64) -> Round {
         rps: lat.len() as f64 / secs,
         p50: pick(0.5),
         p99: pick(0.99),
+        cpu: cpu / lat.len().max(1) as f64,
     }
 }
 
@@ -60,141 +80,152 @@ async fn latencies(secs: f64, mut call: impl AsyncFnMut()) -> Vec<Duration> {
     lat
 }
 
-/// Every task's latencies, as one round of `secs`.
-async fn gather(tasks: Vec<JoinHandle<Vec<Duration>>>, secs: f64) -> Round {
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await.unwrap());
-    }
-    summarize(all, secs)
-}
-
-async fn grpc_round(port: u16, n: usize, secs: f64, conc: usize) -> Round {
-    let mut tasks = Vec::new();
-    for t in 0..conc {
-        let mut c = RateLimitServiceClient::connect(format!("http://127.0.0.1:{port}"))
+/// A channel to `port`, over TLS verified against `ca` when given (the
+/// service's certificate names localhost), as Envoy connects.
+async fn channel(port: u16, ca: Option<&str>) -> Channel {
+    let Some(ca) = ca else {
+        return Endpoint::from_shared(format!("http://127.0.0.1:{port}"))
+            .unwrap()
+            .tcp_nodelay(true)
+            .connect()
             .await
             .unwrap();
-        tasks.push(tokio::spawn(async move {
-            let descriptors: Vec<RateLimitDescriptor> = entries(n, t)
-                .into_iter()
-                .map(|es| RateLimitDescriptor {
-                    entries: es
-                        .into_iter()
-                        .map(|e| rate_limit_descriptor::Entry {
-                            key: e.key,
-                            value: e.value,
-                        })
-                        .collect(),
-                    ..Default::default()
-                })
-                .collect();
-            latencies(secs, async move || {
-                let req = RateLimitRequest {
-                    domain: "bench".into(),
-                    descriptors: descriptors.clone(),
-                    hits_addend: 0,
-                };
-                c.should_rate_limit(req).await.unwrap();
-            })
-            .await
-        }));
-    }
-    gather(tasks, secs).await
+    };
+    let mut b = SslConnector::builder(SslMethod::tls_client()).unwrap();
+    b.set_ca_file(ca).unwrap();
+    b.set_alpn_protos(b"\x02h2").unwrap();
+    let connector = b.build();
+    let connect = tower::service_fn(move |_: Uri| {
+        let connector = connector.clone();
+        async move {
+            let tcp = tokio::net::TcpStream::connect(("127.0.0.1", port)).await?;
+            tcp.set_nodelay(true)?;
+            let ssl = connector
+                .configure()
+                .and_then(|c| c.into_ssl("localhost"))
+                .map_err(std::io::Error::other)?;
+            let mut s = tokio_openssl::SslStream::new(ssl, tcp).map_err(std::io::Error::other)?;
+            std::pin::Pin::new(&mut s)
+                .connect()
+                .await
+                .map_err(std::io::Error::other)?;
+            Ok::<_, std::io::Error>(TokioIo::new(s))
+        }
+    });
+    Endpoint::from_shared(format!("http://localhost:{port}"))
+        .unwrap()
+        .connect_with_connector(connect)
+        .await
+        .unwrap()
 }
 
-/// The same commands the service sends, built by the same planner, sent
-/// straight to Redis.
-async fn direct_round(redis_port: u16, n: usize, secs: f64, conc: usize, mode: Mode) -> Round {
-    let config = Config::load(
-        &[ConfigFile {
-            name: "config.bench".into(),
-            text: CONFIG.into(),
-        }],
-        false,
-    )
-    .unwrap();
-    let client = redis::Client::open(format!("redis://127.0.0.1:{redis_port}")).unwrap();
-    let mut tasks = Vec::new();
-    for t in 0..conc {
-        let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-        let config = config.clone();
+/// A request of `n` descriptors (`a`, `b`, `c`) of one user.
+fn request(n: usize, user: usize) -> RateLimitRequest {
+    RateLimitRequest {
+        domain: "bench".into(),
+        descriptors: ["a", "b", "c"][..n]
+            .iter()
+            .map(|k| RateLimitDescriptor {
+                entries: vec![rate_limit_descriptor::Entry {
+                    key: k.to_string(),
+                    value: format!("u{user}"),
+                }],
+                ..Default::default()
+            })
+            .collect(),
+        hits_addend: 0,
+    }
+}
+
+/// `conc` clients, each on its own connection, calling for `secs` with
+/// `n` descriptors of their own user.
+async fn round(t: &Target, ca: Option<&str>, n: usize, secs: f64, conc: usize) -> Round {
+    let mut clients = Vec::new();
+    for _ in 0..conc {
+        clients.push(RateLimitServiceClient::new(channel(t.port, ca).await));
+    }
+    let before = cpu_seconds(t.pid);
+    let mut tasks: Vec<JoinHandle<Vec<Duration>>> = Vec::new();
+    for (user, mut c) in clients.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
+            let req = request(n, user);
             latencies(secs, async move || {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_secs();
-                let charges: Vec<Charge> = entries(n, t)
-                    .iter()
-                    .enumerate()
-                    .map(|(i, es)| {
-                        let l = config.get_limit("bench", es, None).unwrap();
-                        Charge {
-                            index: i,
-                            key: plan::cache_key("", None, "bench", es, &l, now),
-                            limit: l,
-                            hits: 1,
-                            negative: false,
-                        }
-                    })
-                    .collect();
-                let p = plan::plan(&charges, mode);
-                let mut pipe = redis::pipe();
-                if p.atomic {
-                    pipe.atomic();
-                }
-                for c in &p.commands {
-                    let mut cmd = redis::cmd(&c[0]);
-                    for a in &c[1..] {
-                        cmd.arg(a);
-                    }
-                    pipe.add_command(cmd);
-                }
-                let _: Vec<Vec<i64>> = pipe.query_async(&mut conn).await.unwrap();
+                c.should_rate_limit(req.clone()).await.unwrap();
             })
             .await
         }));
     }
-    gather(tasks, secs).await
+    let mut all = Vec::new();
+    for task in tasks {
+        all.extend(task.await.unwrap());
+    }
+    let cpu = cpu_seconds(t.pid) - before;
+    summarize(all, secs, cpu)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 #[tokio::main]
 async fn main() {
     let a: Vec<String> = std::env::args().collect();
-    let (grpc, redis_port): (u16, u16) = (a[1].parse().unwrap(), a[2].parse().unwrap());
-    let secs: f64 = a[3].parse().unwrap();
-    let conc: usize = a[4].parse().unwrap();
-    let mode = if a[5] == "all" {
-        Mode::AllOrNothing
-    } else {
-        Mode::Reference
-    };
-    println!("mode {} concurrency {conc}, {secs} s per round", a[5]);
-    println!("| descriptors | gRPC req/s | p50 | p99 | direct req/s | p50 | p99 | gRPC / direct |");
-    println!("|---|---|---|---|---|---|---|---|");
-    for n in [1, 3] {
-        // Warm-up, then alternate rounds so both see the same machine.
-        grpc_round(grpc, n, 0.5, conc).await;
-        let (mut g, mut d) = (Vec::new(), Vec::new());
-        for _ in 0..3 {
-            g.push(grpc_round(grpc, n, secs, conc).await);
-            d.push(direct_round(redis_port, n, secs, conc, mode).await);
+    if a[1] == "calls" {
+        let (port, n, calls): (u16, usize, usize) = (
+            a[2].parse().unwrap(),
+            a[3].parse().unwrap(),
+            a[4].parse().unwrap(),
+        );
+        let mut c = RateLimitServiceClient::new(channel(port, None).await);
+        for _ in 0..calls {
+            c.should_rate_limit(request(n, 0)).await.unwrap();
         }
-        let med = |v: &mut Vec<Round>| {
-            v.sort_by(|x, y| x.rps.total_cmp(&y.rps));
-            v.remove(v.len() / 2)
-        };
-        let (g, d) = (med(&mut g), med(&mut d));
+        return;
+    }
+    let secs: f64 = a[1].parse().unwrap();
+    let conc: usize = a[2].parse().unwrap();
+    let rounds: usize = a[3].parse().unwrap();
+    let mode = a[4].as_str();
+    let ca = (a[5] != "off").then_some(a[5].as_str());
+    let service = Target {
+        port: a[6].parse().unwrap(),
+        pid: a[7].parse().unwrap(),
+    };
+    let floor = Target {
+        port: a[8].parse().unwrap(),
+        pid: a[9].parse().unwrap(),
+    };
+    let tls = if ca.is_some() { "on" } else { "off" };
+    for n in [1, 3] {
+        // Warm-up of both, then pairs of rounds, in turns first, so that
+        // each pair sees the same machine.
+        round(&service, ca, n, 0.5, conc).await;
+        round(&floor, ca, n, 0.5, conc).await;
+        let (mut s, mut f) = (Vec::new(), Vec::new());
+        for i in 0..rounds {
+            if i % 2 == 0 {
+                s.push(round(&service, ca, n, secs, conc).await);
+                f.push(round(&floor, ca, n, secs, conc).await);
+            } else {
+                f.push(round(&floor, ca, n, secs, conc).await);
+                s.push(round(&service, ca, n, secs, conc).await);
+            }
+        }
+        let ratios: Vec<f64> = s.iter().zip(&f).map(|(s, f)| s.rps / f.rps).collect();
+        let (lo, hi) = ratios
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(l, h), r| (l.min(*r), h.max(*r)));
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let p50 = median(s.iter().map(|r| ms(r.p50)).collect());
+        let p99 = median(s.iter().map(|r| ms(r.p99)).collect());
         println!(
-            "| {n} | {:.0} | {:.2} ms | {:.2} ms | {:.0} | {:.2} ms | {:.2} ms | {:.2} |",
-            g.rps,
-            g.p50.as_secs_f64() * 1e3,
-            g.p99.as_secs_f64() * 1e3,
-            d.rps,
-            d.p50.as_secs_f64() * 1e3,
-            d.p99.as_secs_f64() * 1e3,
-            g.rps / d.rps
+            "| {mode} | {tls} | {n} | {:.0} | {p50:.2} ms | {p99:.2} ms | {:.0} | {:.2} ({lo:.2}-{hi:.2}) | {:.1} | {:.1} |",
+            median(s.iter().map(|r| r.rps).collect()),
+            median(f.iter().map(|r| r.rps).collect()),
+            median(ratios.clone()),
+            median(s.iter().map(|r| r.cpu * 1e6).collect()),
+            median(f.iter().map(|r| r.cpu * 1e6).collect()),
         );
     }
 }
