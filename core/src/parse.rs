@@ -228,16 +228,12 @@ mod tests {
         assert_eq!(integer(b"-3"), Ok(-3));
         assert_eq!(integer(b"+7"), Ok(7));
         assert_eq!(integer(b"9223372036854775807"), Ok(i64::MAX));
-        for bad in [
-            &b""[..],
-            b" 1",
-            b"1 ",
-            b"1.0",
-            b"9223372036854775808",
-            b"abc",
-            b"\xff\xfe",
-            b"-",
-        ] {
+        let texts = ["", " 1", "1 ", "1.0", "9223372036854775808", "abc", "-"];
+        for bad in texts
+            .map(str::as_bytes)
+            .into_iter()
+            .chain([&b"\xff\xfe"[..]])
+        {
             assert_eq!(integer(bad), Err(ParseError::NotInteger), "{bad:?}");
         }
     }
