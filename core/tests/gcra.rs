@@ -122,6 +122,17 @@ fn reference(
     (limited, remaining, ttl, new_tat, retry)
 }
 
+/// A limiter of a burst under 20, under 50 a period of up to 100 s in whole
+/// milliseconds, with its burst.
+fn small_limits() -> impl Strategy<Value = (i64, Gcra)> {
+    (0i64..20, 1i64..50, 1i64..100_000).prop_map(|(burst, count, period_ms)| {
+        (
+            burst,
+            Gcra::new(burst, count, period_ms * NANOS_PER_MILLI).unwrap(),
+        )
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
@@ -161,12 +172,9 @@ proptest! {
     /// what the rate earns in that span plus the burst.
     #[test]
     fn never_admits_more_than_the_bound(
-        burst in 0i64..20,
-        count in 1i64..50,
-        period_ms in 1i64..100_000,
+        (burst, g) in small_limits(),
         calls in prop::collection::vec((0i64..2_000_000_000, 0i64..6), 1..80),
     ) {
-        let g = Gcra::new(burst, count, period_ms * NANOS_PER_MILLI).unwrap();
         let mut state = None;
         let mut now = T0;
         let mut admitted: Vec<(i64, i64)> = Vec::new();
@@ -193,12 +201,9 @@ proptest! {
     /// and a peek changes nothing that a later request can observe.
     #[test]
     fn retry_after_is_exact_and_peeks_are_invisible(
-        burst in 0i64..20,
-        count in 1i64..50,
-        period_ms in 1i64..100_000,
+        (burst, g) in small_limits(),
         calls in prop::collection::vec((0i64..500_000_000, 1i64..6), 1..60),
     ) {
-        let g = Gcra::new(burst, count, period_ms * NANOS_PER_MILLI).unwrap();
         let mut state = None;
         let mut now = T0;
         for (dt, q) in calls {
