@@ -1850,7 +1850,8 @@ end
 limiter.window_state = window_state
 
 -- The end-of-64-bits rule (Limiter::check): a call whose arithmetic
--- would pass i64::MAX ns is refused before its key is read.
+-- would pass i64::MAX ns is refused before its key is read. Returns the
+-- limiter's kind, or nil and the error.
 function limiter.check(lim, now_s, now_n)
   local kind, ok = lim[1], true
   if kind == 'gcra' then ok = gcra.check(lim[2], now_s, now_n)
@@ -1858,7 +1859,7 @@ function limiter.check(lim, now_s, now_n)
   elseif kind == 'approx' then ok = approx.check(lim[3], lim[4], now_s, now_n)
   else ok = not past_i64(now_s, now_n, lim[3], lim[4]) end
   if not ok then return nil, E.OVERFLOW end
-  return true
+  return kind
 end
 
 -- Decides a request of `quantity` (a pair) at `now` on `key`, writing
@@ -1869,9 +1870,8 @@ end
 -- the error. (Several values rather than one table: no table made per
 -- call.)
 function limiter.decide(lim, key, now_s, now_n, qs, qn)
-  local ok, cerr = limiter.check(lim, now_s, now_n)
-  if not ok then return nil, cerr end
-  local kind = lim[1]
+  local kind, cerr = limiter.check(lim, now_s, now_n)
+  if not kind then return nil, cerr end
   if kind == 'gcra' then
     local found, ts, tn = store.integer(key, E.INVALID_TAT)
     if found == nil then return nil, ts end
@@ -1924,9 +1924,8 @@ end
 -- Gives back up to `quantity` on `key` and answers what the limiter's peek
 -- answers afterwards; or nil and the error.
 function limiter.refund(lim, key, now_s, now_n, now_ms, qs, qn)
-  local ok, cerr = limiter.check(lim, now_s, now_n)
-  if not ok then return nil, cerr end
-  local kind = lim[1]
+  local kind, cerr = limiter.check(lim, now_s, now_n)
+  if not kind then return nil, cerr end
   if kind == 'gcra' then
     local found, ts, tn = store.integer(key, E.INVALID_TAT)
     if found == nil then return nil, ts end
