@@ -172,7 +172,7 @@ proptest! {
     /// what the rate earns in that span plus the burst.
     #[test]
     fn never_admits_more_than_the_bound(
-        (burst, g) in small_limits(),
+        (_, g) in small_limits(),
         calls in prop::collection::vec((0i64..2_000_000_000, 0i64..6), 1..80),
     ) {
         let mut state = None;
