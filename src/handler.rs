@@ -58,18 +58,18 @@ fn reply_value(ctx: *mut raw::RedisModuleCtx, value: &Value) {
     }
 }
 
-/// A command's handler: on error nothing was written and the error is the
-/// whole reply.
-pub type Handler = fn(&Context, &Args) -> Result<Reply, CmdError>;
-
-/// Runs one command, replies, and counts the outcome. A panic that escapes
+/// Runs one command (its handler `run`: on error nothing was written and
+/// the error is the whole reply), replies, and counts the outcome. A panic that escapes
 /// a handler is caught here and answered as an error instead of aborting
-/// the server (handlers are written so that none can happen).
+/// the server (handlers are written so that none can happen). Generic over
+/// the handler, so that each command's entry point calls its own directly
+/// (no call through a pointer, and the handler's result built in place).
+#[inline(always)]
 pub fn dispatch(
     ctx: *mut raw::RedisModuleCtx,
     argv: *mut *mut raw::RedisModuleString,
     argc: c_int,
-    run: Handler,
+    run: impl FnOnce(&Context, &Args) -> Result<Reply, CmdError>,
     stats: &Stats,
 ) -> c_int {
     let context = Context::new(ctx);
@@ -78,6 +78,11 @@ pub fn dispatch(
     let args = unsafe { Args::new(argv, argc) };
     let result =
         catch_unwind(AssertUnwindSafe(|| run(&context, &args))).unwrap_or(Err(error::INTERNAL));
+    reply(ctx, result, stats)
+}
+
+/// Replies with a handler's result and counts its outcome.
+fn reply(ctx: *mut raw::RedisModuleCtx, result: Result<Reply, CmdError>, stats: &Stats) -> c_int {
     let outcome = match result {
         Ok(Reply::Verdict(v, unit)) => {
             reply_integers(ctx, &v.to_reply_in(unit), None);
@@ -136,9 +141,19 @@ pub fn dispatch(
 
 /// An array of the integers, and one more at the end if given.
 fn reply_integers(ctx: *mut raw::RedisModuleCtx, values: &[i64], last: Option<i64>) {
-    raw::reply_with_array(ctx, (values.len() + usize::from(last.is_some())) as _);
-    for &v in values.iter().chain(last.as_ref()) {
-        raw::reply_with_long_long(ctx, v);
+    let (Some(array), Some(integer)) = (
+        api!(RedisModule_ReplyWithArray),
+        api!(RedisModule_ReplyWithLongLong),
+    ) else {
+        return;
+    };
+    // SAFETY: `ctx` is the live context of the running command; the array
+    // announced is followed by exactly that many integers.
+    unsafe {
+        array(ctx, (values.len() + usize::from(last.is_some())) as _);
+        for &v in values.iter().chain(last.as_ref()) {
+            integer(ctx, v);
+        }
     }
 }
 

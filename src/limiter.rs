@@ -154,6 +154,7 @@ impl Limiter {
     /// Decides a request of `quantity` at `now` on `key`, reading its state
     /// (WRONGTYPE or an `ERR` for state of another kind) and writing
     /// nothing.
+    #[inline]
     pub fn decide(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Decided, CmdError> {
         self.check(now)?;
         let nothing = |verdict| Decided {
@@ -337,6 +338,7 @@ impl Decided {
     /// Writes what the call writes: the write itself when the call goes
     /// ahead or counts every hit (which sets the expiry a repair would),
     /// otherwise the repair.
+    #[inline(always)]
     pub fn apply(&self, key: &mut Key, goes_ahead: bool) -> Result<(), CmdError> {
         if (goes_ahead || self.always) && self.write != Write::None {
             return apply(key, self.write);
@@ -350,6 +352,7 @@ impl Decided {
 
 /// Performs `write` on `key` and replicates it as an effect with absolute
 /// times: `SET key value PXAT ms` for strings, `SW.RECORD` for windows.
+#[inline(always)]
 pub fn apply(key: &mut Key, write: Write) -> Result<(), CmdError> {
     match write {
         Write::None => Ok(()),
@@ -551,11 +554,14 @@ pub fn read<'a>(
         Kind::Sliding => (2, SW),
         Kind::Fixed => (2, FW),
     };
-    if word(at + params - 1).is_none() {
-        return Err(missing);
+    // Each parameter's word read once: the server is asked for every word
+    // it hands over.
+    let mut words: [&[u8]; 3] = [&[]; 3];
+    for (i, slot) in words.iter_mut().take(params).enumerate() {
+        *slot = word(at + i).ok_or(missing)?;
     }
     let (options, next) = options::read(own, extra, word, at + params, stop)?;
-    let p = |i: usize| word(at + i).unwrap_or_default();
+    let p = |i: usize| words[i];
     let limiter = match kind {
         Kind::Gcra => Limiter::Gcra(gcra(p(0), p(1), p(2))?),
         Kind::Sliding => sliding(p(0), p(1), options.has(options::APPROX))?,

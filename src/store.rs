@@ -8,6 +8,7 @@
 //! merely because it was opened for writing.
 
 use crate::error::{self, CmdError};
+use cell_core::decimal::{write_i64, DIGITS};
 use redis_module::native_types::RedisType;
 use redis_module::{raw, Context};
 use std::cell::Cell;
@@ -69,8 +70,8 @@ impl SharedNumber {
             api!(RedisModule_CreateString)?,
             api!(RedisModule_FreeString)?,
         );
-        let mut digits = [0u8; 20];
-        let text = format_i64(n, &mut digits);
+        let mut digits = [0u8; DIGITS];
+        let text = write_i64(n, &mut digits);
         // SAFETY: a NULL context makes a string owned by the module; `text`
         // is `len` readable bytes, copied.
         let made = unsafe {
@@ -230,6 +231,7 @@ impl Key {
     /// writing that is what the module's own writes leave (and what the
     /// write that usually follows needs), but a read-only command asks the
     /// server with `GET` instead, so that a peek changes nothing.
+    #[inline]
     pub fn integer(&self, invalid: CmdError) -> Result<Option<i64>, CmdError> {
         match self.holds() {
             Holds::Nothing => return Ok(None),
@@ -304,8 +306,8 @@ impl Key {
         current_expire_ms: Option<i64>,
         event: &'static CStr,
     ) -> Result<(), CmdError> {
-        let mut buf = [0u8; 20];
-        let text = format_i64(value, &mut buf);
+        let mut buf = [0u8; DIGITS];
+        let text = write_i64(value, &mut buf);
         self.overwrite_string(text)?;
         self.notify(raw::NotifyEvent::STRING, event);
         if current_expire_ms != Some(expire_at_ms) {
@@ -334,8 +336,8 @@ impl Key {
                     }
                     return Ok(());
                 }
-                let mut ms = [0u8; 20];
-                let ms = format_i64(expire_at_ms, &mut ms);
+                let mut ms = [0u8; DIGITS];
+                let ms = write_i64(expire_at_ms, &mut ms);
                 // SAFETY: the format matches the arguments: a module
                 // string, a buffer with its length, a module string and a
                 // buffer; Redis takes its own references or copies.
@@ -540,12 +542,12 @@ impl Key {
             return;
         };
         let n = args.len().min(4);
-        let mut numbers = [[0u8; 20]; 4];
+        let mut numbers = [[0u8; DIGITS]; 4];
         let mut spans = [(0usize, 0usize); 4];
         for (i, arg) in args.iter().take(n).enumerate() {
             if let Arg::Int(v) = arg {
-                let len = format_i64(*v, &mut numbers[i]).len();
-                spans[i] = (20 - len, len);
+                let len = write_i64(*v, &mut numbers[i]).len();
+                spans[i] = (DIGITS - len, len);
             }
         }
         let part = |i: usize| -> &[u8] {
@@ -613,8 +615,8 @@ impl Key {
             }
             return self.replicate(command, &args[..n]);
         };
-        let mut digits = [0u8; 20];
-        let at = format_i64(at, &mut digits);
+        let mut digits = [0u8; DIGITS];
+        let at = write_i64(at, &mut digits);
         let format = if approx { c"ssbs" } else { c"ssb" };
         // SAFETY: the format names the key, the shared window, `at` as a
         // pointer and length and (with APPROX) the shared word; Redis takes
@@ -664,35 +666,4 @@ impl Drop for Key {
             }
         }
     }
-}
-
-/// Formats `v` in decimal into `buf` without allocating, two digits at a
-/// time (it runs for every replicated number).
-fn format_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-    let mut n = v.unsigned_abs();
-    let mut i = buf.len();
-    while n >= 100 {
-        let pair = (n % 100) as usize * 2;
-        n /= 100;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if n >= 10 {
-        let pair = n as usize * 2;
-        i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        i -= 1;
-        buf[i] = b'0' + n as u8;
-    }
-    if v < 0 {
-        i -= 1;
-        buf[i] = b'-';
-    }
-    &buf[i..]
 }

@@ -12,6 +12,7 @@
 pub mod acl;
 pub mod calendar;
 pub mod compat;
+pub mod decimal;
 pub mod fixed;
 pub mod gcra;
 pub mod lease;

@@ -139,9 +139,14 @@ pub fn read<'a>(
             break;
         }
         at += 1;
-        let named = spec().find(|o| o.is_named(word));
-        let bare = || spec().find(|o| o.form == Form::Quantity);
-        let opt = match named.or_else(|| bare().filter(|_| looks_numeric(word))) {
+        // Every option's name is a word of letters, which a number never
+        // matches: a number can only be the bare quantity.
+        let opt = if looks_numeric(word) {
+            spec().find(|o| o.form == Form::Quantity)
+        } else {
+            spec().find(|o| o.is_named(word))
+        };
+        let opt = match opt {
             Some(opt) => *opt,
             None => return Err(OptionError::Unknown(word)),
         };
@@ -226,6 +231,31 @@ mod tests {
 
     const THROTTLE: &[Opt] = &[QUANTITY, MS];
     const FW: &[Opt] = &[QUANTITY, ALIGN, TZ, MS];
+
+    #[test]
+    fn names_are_letters() {
+        // `read` takes a word that looks numeric for the bare quantity
+        // without asking the names: none may start like a number.
+        let all = [
+            MS,
+            SHADOW,
+            APPROX,
+            ALIGN,
+            TZ,
+            QUANTITY,
+            NAMED_QUANTITY,
+            MAXWAIT,
+            ID,
+            COUNT,
+            POLICY,
+            RESET,
+            TRIAL,
+            COUNTALL,
+        ];
+        for opt in all {
+            assert!(opt.name.bytes().all(|b| b.is_ascii_alphabetic()), "{opt:?}");
+        }
+    }
 
     fn read_all<'a>(
         spec: &[Opt],

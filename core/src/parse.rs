@@ -18,7 +18,18 @@ pub enum ParseError {
 /// A signed 64-bit integer in the forms Rust and the original redis-cell
 /// accept: an optional `+` or `-`, then ASCII digits, nothing else. Runs on
 /// every argument and every stored value, so it works on bytes directly.
+#[inline]
 pub fn integer(arg: &[u8]) -> Result<i64, ParseError> {
+    if let Some(value) = few_digits(arg) {
+        return Ok(value);
+    }
+    signed(arg)
+}
+
+/// [`integer`] past its fast path: every other form, apart so that the
+/// fast path stays small where it is inlined.
+#[inline(never)]
+fn signed(arg: &[u8]) -> Result<i64, ParseError> {
     if let Some(value) = short_unsigned(arg) {
         return Ok(value);
     }
@@ -47,6 +58,25 @@ pub fn integer(arg: &[u8]) -> Result<i64, ParseError> {
     } else {
         value.checked_neg().ok_or(ParseError::NotInteger)
     }
+}
+
+/// `1` to `4` ASCII digits and nothing else: most arguments (a limit, a
+/// count, a period in seconds, a quantity), read inline with no call.
+/// `None` for anything else.
+#[inline]
+fn few_digits(arg: &[u8]) -> Option<i64> {
+    if arg.is_empty() || arg.len() > 4 {
+        return None;
+    }
+    let mut value = 0;
+    for &b in arg {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        value = value * 10 + i64::from(d);
+    }
+    Some(value)
 }
 
 /// `1` to `19` ASCII digits and nothing else that fit in 63 bits: the
@@ -96,6 +126,11 @@ fn eight_digits(chunk: [u8; 8]) -> Option<u64> {
 /// number followed by a unit (`ms`, `s`, `m`, `h`, `d`, in any case) that
 /// comes to a whole number of nanoseconds: `500ms`, `1.5s`, `15m`, `1d`.
 pub fn duration(arg: &[u8]) -> Result<i64, DurationError> {
+    // Whole seconds in a few digits, the common form: no unit, no fraction,
+    // no overflow.
+    if let Some(seconds) = few_digits(arg) {
+        return Ok(seconds * NANOS_PER_SEC);
+    }
     let (number, nanos_per_unit) = split_unit(arg);
     if nanos_per_unit == NANOS_PER_SEC {
         return seconds_as_nanos(number).map_err(|_| too_large_or_malformed(number));

@@ -174,12 +174,21 @@ fn read_limiter<'a>(
 /// it does not, the call's own limiter decides (the application's numbers
 /// as the fallback of a live limit). A policy of another kind than the
 /// call's limiter would read its key as another state: an error.
+#[inline(always)]
 fn named_policy<'a>(
     read: &limiter::Read<'a>,
 ) -> Result<Option<(&'a [u8], policies::Found)>, CmdError> {
-    let Some(name) = read.options.value(options::POLICY) else {
-        return Ok(None);
-    };
+    match read.options.value(options::POLICY) {
+        None => Ok(None),
+        Some(name) => find_policy(read, name),
+    }
+}
+
+/// [`named_policy`] when the call names one.
+fn find_policy<'a>(
+    read: &limiter::Read<'a>,
+    name: &'a [u8],
+) -> Result<Option<(&'a [u8], policies::Found)>, CmdError> {
     let Some(mut found) = registry().find(name)? else {
         return Ok(None);
     };
