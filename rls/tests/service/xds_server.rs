@@ -206,10 +206,7 @@ pub struct XdsServer {
     /// TLS handshakes that failed (a client refused).
     pub refused: Arc<AtomicU64>,
     shared: Arc<Shared>,
-    running: Option<(
-        tokio::sync::oneshot::Sender<()>,
-        std::thread::JoinHandle<()>,
-    )>,
+    running: Option<crate::support::Served>,
 }
 
 impl XdsServer {
@@ -237,21 +234,12 @@ impl XdsServer {
     }
 
     fn serve(&mut self) {
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let (port, ads) = (self.port, Ads(self.shared.clone()));
         let (tls, refused) = (self.tls.clone(), self.refused.clone());
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-                    .await
-                    .unwrap_or_else(|e| panic!("xDS test server: bind {port}: {e}"));
-                ready_tx.send(()).unwrap();
+        let served = crate::support::Served::start(
+            "the xDS test server",
+            port,
+            move |listener| async move {
                 let router = tonic::transport::Server::builder()
                     .add_service(AggregatedDiscoveryServiceServer::new(ads));
                 match tls {
@@ -260,10 +248,7 @@ impl XdsServer {
                             let r = l.accept().await.map(|(s, _)| s);
                             Some((r, l))
                         });
-                        tokio::select! {
-                            r = router.serve_with_incoming(incoming) => r.unwrap(),
-                            _ = stop_rx => {}
-                        }
+                        router.serve_with_incoming(incoming).await.unwrap();
                     }
                     Some(t) => {
                         let acceptor = acceptor(&t);
@@ -292,27 +277,18 @@ impl XdsServer {
                         let incoming = futures_util::stream::unfold(rx, |mut rx| async move {
                             rx.recv().await.map(|m| (m, rx))
                         });
-                        tokio::select! {
-                            r = router.serve_with_incoming(incoming) => r.unwrap(),
-                            _ = stop_rx => {}
-                        }
+                        router.serve_with_incoming(incoming).await.unwrap();
                     }
                 }
-            });
-            // Every connection's task ends with the runtime.
-            drop(rt);
-        });
-        ready_rx
-            .recv_timeout(Duration::from_secs(10))
-            .expect("the xDS test server did not start");
-        self.running = Some((stop_tx, thread));
+            },
+        );
+        self.running = Some(served);
     }
 
     /// Ends the server: its listener and every stream close.
     pub fn stop(&mut self) {
-        if let Some((stop, thread)) = self.running.take() {
-            let _ = stop.send(());
-            thread.join().unwrap();
+        if let Some(mut served) = self.running.take() {
+            served.stop();
         }
     }
 

@@ -627,3 +627,62 @@ pub fn openssl(dir: &std::path::Path, args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A listener of the test's own on 127.0.0.1:`port`, served by `serve` on
+/// a thread and runtime of its own until stopped (or dropped): its
+/// listener and every connection close then, each connection's task
+/// ending with the runtime.
+pub struct Served {
+    running: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        std::thread::JoinHandle<()>,
+    )>,
+}
+
+impl Served {
+    pub fn start<F, Fut>(what: &'static str, port: u16, serve: F) -> Served
+    where
+        F: FnOnce(tokio::net::TcpListener) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()>,
+    {
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+                    .await
+                    .unwrap_or_else(|e| panic!("{what}: bind {port}: {e}"));
+                ready_tx.send(()).unwrap();
+                tokio::select! {
+                    _ = serve(listener) => {}
+                    _ = stop_rx => {}
+                }
+            });
+            drop(rt);
+        });
+        ready_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{what} did not start"));
+        Served {
+            running: Some((stop_tx, thread)),
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some((stop, thread)) = self.running.take() {
+            let _ = stop.send(());
+            thread.join().unwrap();
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
