@@ -165,6 +165,29 @@ impl RateLimit {
         }
     }
 
+    /// A copy of this limit without its stats key (the matcher names the
+    /// key of each match: copying the rule's first would be wasted).
+    fn without_key(&self) -> RateLimit {
+        RateLimit {
+            full_key: String::new(),
+            requests_per_unit: self.requests_per_unit,
+            unit: self.unit,
+            unit_multiplier: self.unit_multiplier,
+            algorithm: self.algorithm,
+            burst: self.burst,
+            unlimited: self.unlimited,
+            shadow_mode: self.shadow_mode,
+            quota_mode: self.quota_mode,
+            name: self.name.clone(),
+            replaces: self.replaces.clone(),
+            detailed_metric: self.detailed_metric,
+            share_threshold_pattern: self.share_threshold_pattern.clone(),
+            is_override: self.is_override,
+            policy: self.policy.clone(),
+            metadata: self.metadata.clone(),
+        }
+    }
+
     /// The window length in seconds.
     pub fn window_seconds(&self) -> u64 {
         self.unit
@@ -303,9 +326,14 @@ pub struct ConfigFile {
     pub text: String,
 }
 
+/// A map by names the configuration gives: Fx hashing, several times
+/// cheaper than SipHash on short keys, and no flooding risk (a request's
+/// values are only looked up in it, never inserted).
+type ConfigMap<V> = HashMap<String, V, rustc_hash::FxBuildHasher>;
+
 #[derive(Clone, Debug, Default)]
 struct Node {
-    children: HashMap<String, Node>,
+    children: ConfigMap<Node>,
     /// Wildcard keys of the children (`key_val*ue`), in file order, split on `*`.
     wildcards: Vec<(String, Vec<String>)>,
     limit: Option<Arc<RateLimit>>,
@@ -317,7 +345,7 @@ struct Node {
 /// A loaded configuration: domains and their descriptor trees.
 #[derive(Clone, Debug, Default)]
 pub struct Config {
-    domains: HashMap<String, Node>,
+    domains: ConfigMap<Node>,
 }
 
 /// One descriptor of a request, as the matcher needs it.
@@ -325,6 +353,22 @@ pub struct Config {
 pub struct Entry {
     pub key: String,
     pub value: String,
+}
+
+/// A descriptor's entry as matching and keys read it: an [`Entry`], or a
+/// request's own entry read in place (no copy of its strings).
+pub trait KeyValue {
+    fn key(&self) -> &str;
+    fn value(&self) -> &str;
+}
+
+impl KeyValue for Entry {
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn value(&self) -> &str {
+        &self.value
+    }
 }
 
 /// The request's `limit` override (`requests_per_unit`, proto unit).
@@ -826,10 +870,10 @@ impl Config {
     /// The limit for one descriptor of a request in `domain`, with the
     /// reference's rules; `None` when no rule matches (the descriptor is
     /// then OK without a limit) or the domain is unknown.
-    pub fn get_limit(
+    pub fn get_limit<E: KeyValue>(
         &self,
         domain: &str,
-        entries: &[Entry],
+        entries: &[E],
         limit_override: Option<Override>,
     ) -> Option<RateLimit> {
         let root = self.domains.get(domain)?;
@@ -845,13 +889,22 @@ impl Config {
         }
         let mut node = root;
         let mut found: Option<RateLimit> = None;
-        let mut detailed_key = domain.to_string();
-        let mut value_key = domain.to_string();
+        // Every entry's key and value, and a separator each, fit: the keys
+        // are built without growing.
+        let room = domain.len()
+            + entries
+                .iter()
+                .map(|e| e.key().len() + e.value().len() + 2)
+                .sum::<usize>();
+        let mut value_key = String::with_capacity(room);
+        value_key.push_str(domain);
         let mut share: HashMap<usize, String> = HashMap::new();
+        let mut kv = String::new();
         for (i, entry) in entries.iter().enumerate() {
-            let kv = format!("{}_{}", entry.key, entry.value);
-            detailed_key.push('.');
-            detailed_key.push_str(&kv);
+            kv.clear();
+            kv.push_str(entry.key());
+            kv.push('_');
+            kv.push_str(entry.value());
             let mut next = node.children.get(&kv);
             let mut matched_wildcard: Option<&str> = None;
             if next.is_none() {
@@ -865,11 +918,11 @@ impl Config {
             }
             let matched_using_value = next.is_some();
             if next.is_none() {
-                next = node.children.get(&entry.key);
+                next = node.children.get(entry.key());
             }
             if let (Some(_), Some(n)) = (matched_wildcard, next) {
                 if n.share_threshold && !n.wildcard_pattern.is_empty() {
-                    let prefix = format!("{}_", entry.key);
+                    let prefix = format!("{}_", entry.key());
                     let pat = n
                         .wildcard_pattern
                         .strip_prefix(&prefix)
@@ -880,32 +933,34 @@ impl Config {
             value_key.push('.');
             match next {
                 Some(n) => {
-                    let value_to_use: String = if let Some(w) = matched_wildcard {
+                    let value_to_use: &str = if let Some(w) = matched_wildcard {
                         if let Some(p) = share.get(&i) {
-                            p.clone()
+                            p
                         } else if n.value_to_metric {
-                            entry.value.clone()
+                            entry.value()
                         } else {
-                            let prefix = format!("{}_", entry.key);
-                            w.strip_prefix(&prefix).unwrap_or(w).to_string()
+                            // The wildcard key without `key_`.
+                            w.strip_prefix(entry.key())
+                                .and_then(|r| r.strip_prefix('_'))
+                                .unwrap_or(w)
                         }
                     } else if matched_using_value || n.value_to_metric {
-                        entry.value.clone()
+                        entry.value()
                     } else {
-                        String::new()
+                        ""
                     };
-                    value_key.push_str(&entry.key);
+                    value_key.push_str(entry.key());
                     if !value_to_use.is_empty() {
                         value_key.push('_');
-                        value_key.push_str(&value_to_use);
+                        value_key.push_str(value_to_use);
                     }
                 }
-                None => value_key.push_str(&entry.key),
+                None => value_key.push_str(entry.key()),
             }
             if let Some(n) = next {
                 if let Some(l) = &n.limit {
                     if i == entries.len() - 1 {
-                        let mut l = (**l).clone();
+                        let mut l = l.without_key();
                         if !share.is_empty() {
                             let mut pats = vec![String::new(); entries.len()];
                             for (idx, p) in &share {
@@ -929,22 +984,34 @@ impl Config {
                     let mut k = domain.to_string();
                     for (i, e) in entries.iter().enumerate() {
                         k.push('.');
-                        k.push_str(&e.key);
+                        k.push_str(e.key());
                         match pats.get(i).filter(|p| !p.is_empty()) {
                             Some(p) => {
                                 k.push('_');
                                 k.push_str(p);
                             }
-                            None if !e.value.is_empty() => {
+                            None if !e.value().is_empty() => {
                                 k.push('_');
-                                k.push_str(&e.value);
+                                k.push_str(e.value());
                             }
                             None => {}
                         }
                     }
                     k
                 }
-                None => detailed_key,
+                // Every entry was matched (a limit is found only at the
+                // last): `domain.key_value.key2_value2...`.
+                None => {
+                    let mut k = String::with_capacity(room);
+                    k.push_str(domain);
+                    for e in entries {
+                        k.push('.');
+                        k.push_str(e.key());
+                        k.push('_');
+                        k.push_str(e.value());
+                    }
+                    k
+                }
             };
         } else {
             limit.full_key = value_key;
@@ -954,16 +1021,16 @@ impl Config {
 }
 
 /// The stats key of an override: `domain.key_value.key2_value2`.
-pub fn descriptor_key(domain: &str, entries: &[Entry]) -> String {
+pub fn descriptor_key<E: KeyValue>(domain: &str, entries: &[E]) -> String {
     let mut k = String::new();
     for e in entries {
         if !k.is_empty() {
             k.push('.');
         }
-        k.push_str(&e.key);
-        if !e.value.is_empty() {
+        k.push_str(e.key());
+        if !e.value().is_empty() {
             k.push('_');
-            k.push_str(&e.value);
+            k.push_str(e.value());
         }
     }
     format!("{domain}.{k}")

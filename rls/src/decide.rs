@@ -215,16 +215,17 @@ pub fn judge_refund(limit: &RateLimit, outcome: &Outcome, now_secs: u64) -> Stat
 }
 
 /// The statuses of a request whose descriptors are `checks`, given the
-/// outcome of each limited one (by index).
+/// outcome of each limited one (by index), and the stats each limited
+/// descriptor adds (by its index in `checks`: its limit names the key).
 pub fn statuses(
     checks: &[Check],
     hits: &[u64],
     outcomes: &[Outcome],
     near_ratio: f32,
     now_secs: u64,
-) -> (Vec<Status>, Vec<(String, StatDelta)>) {
+) -> (Vec<Status>, Vec<(usize, StatDelta)>) {
     let mut statuses = Vec::with_capacity(checks.len());
-    let mut deltas = Vec::new();
+    let mut deltas = Vec::with_capacity(checks.len());
     // By index: a request may hold hundreds of thousands of descriptors.
     let mut by_index: Vec<Option<&Outcome>> = vec![None; checks.len()];
     for o in outcomes {
@@ -241,7 +242,7 @@ pub fn statuses(
                 Some(o) => {
                     let (s, d) = judge(l, o, hits[i], near_ratio, now_secs);
                     statuses.push(s);
-                    deltas.push((l.full_key.clone(), d));
+                    deltas.push((i, d));
                 }
                 None => statuses.push(Status::no_limit()),
             },

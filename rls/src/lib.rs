@@ -12,6 +12,7 @@
 pub mod backend;
 pub mod config;
 pub mod decide;
+pub mod finish;
 pub mod health;
 pub mod http;
 pub mod loader;

@@ -265,6 +265,12 @@ pub struct GrpcConn {
     received: u64,
     idle: Duration,
     closed: bool,
+    /// The waker the eviction and the timer last registered (polled
+    /// Pending with). A future that answered Pending wakes that waker when
+    /// it is ready, so while reads come with the same one (always, on one
+    /// connection's task), a read only checks whether either fired instead
+    /// of polling both again.
+    armed: Option<std::task::Waker>,
 }
 
 /// The gRPC listener: `GRPC_HOST:GRPC_PORT`, or the socket `GRPC_UDS`.
@@ -409,6 +415,7 @@ impl GrpcConn {
             received: 0,
             idle,
             closed: false,
+            armed: None,
         }
     }
 
@@ -450,17 +457,32 @@ impl AsyncRead for GrpcConn {
         if this.closed {
             return Poll::Ready(Ok(()));
         }
-        if Pin::new(&mut this.slot.evicted).poll(cx).is_ready() {
+        let armed = this.armed.as_ref().is_some_and(|w| w.will_wake(cx.waker()));
+        if armed {
+            if !matches!(
+                this.slot.evicted.try_recv(),
+                Err(oneshot::error::TryRecvError::Empty)
+            ) {
+                this.closed = true;
+                return Poll::Ready(Ok(()));
+            }
+        } else if Pin::new(&mut this.slot.evicted).poll(cx).is_ready() {
             this.closed = true;
             return Poll::Ready(Ok(()));
         }
-        while this.timer.as_mut().poll(cx).is_ready() {
-            match this.next_deadline() {
-                Some(at) => this.timer.as_mut().reset(at),
-                None => {
-                    this.closed = true;
-                    return Poll::Ready(Ok(()));
+        if !armed || this.timer.is_elapsed() {
+            while this.timer.as_mut().poll(cx).is_ready() {
+                match this.next_deadline() {
+                    Some(at) => this.timer.as_mut().reset(at),
+                    None => {
+                        this.closed = true;
+                        return Poll::Ready(Ok(()));
+                    }
                 }
+            }
+            // Both are Pending with this waker now.
+            if !armed {
+                this.armed = Some(cx.waker().clone());
             }
         }
         let before = buf.filled().len();
@@ -476,6 +498,8 @@ impl AsyncRead for GrpcConn {
                     state.established.store(true, Ordering::Release);
                     let at = tokio::time::Instant::now() + this.idle;
                     this.timer.as_mut().reset(at);
+                    // Registered again at the next read.
+                    this.armed = None;
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! with the reference's names, the redis-cell commands of each mode, and
 //! the per-descriptor outcome read back from the replies. Pure.
 
-use crate::config::{Algorithm, Entry, RateLimit};
+use crate::config::{Algorithm, KeyValue, RateLimit};
 
 /// The most hits one command takes (the module's quantities are at most
 /// `i64::MAX`), and the limit under which a refund gives back hits of a
@@ -38,11 +38,11 @@ pub fn window_start(now_secs: u64, window: u64) -> u64 {
 /// followed by the window start for fixed windows. Sliding windows and GCRA
 /// have no window start (their state rolls); they end in `sw` or `gcra`
 /// so they never share a key with a fixed window counter.
-pub fn cache_key(
+pub fn cache_key<E: KeyValue>(
     prefix: &str,
     hash_tag: Option<&str>,
     domain: &str,
-    entries: &[Entry],
+    entries: &[E],
     limit: &RateLimit,
     now_secs: u64,
 ) -> String {
@@ -56,14 +56,14 @@ pub fn cache_key(
     k.push_str(domain);
     k.push('_');
     for (i, e) in entries.iter().enumerate() {
-        k.push_str(&e.key);
+        k.push_str(e.key());
         k.push('_');
         let shared = limit
             .share_threshold_pattern
             .as_ref()
             .and_then(|p| p.get(i))
             .filter(|p| !p.is_empty());
-        k.push_str(shared.map(String::as_str).unwrap_or(&e.value));
+        k.push_str(shared.map(String::as_str).unwrap_or(e.value()));
         k.push('_');
     }
     match limit.algorithm {
@@ -121,7 +121,8 @@ fn limiter_words(c: &Charge, fw: Fw) -> (&'static str, Vec<String>, Vec<String>)
                 Fw::Refund => COUNTING_LIMIT.to_string(),
                 _ => rpu.to_string(),
             };
-            let mut opts = vec!["ALIGN".to_string()];
+            let mut opts = Vec::with_capacity(2);
+            opts.push("ALIGN".to_string());
             if fw == Fw::CountAll {
                 opts.push("COUNTALL".into());
             }
@@ -158,7 +159,10 @@ fn push_policy(out: &mut Vec<String>, c: &Charge) {
 /// A command with a quantity after the limiter's positional words.
 fn with_quantity(cmd: &str, c: &Charge, fw: Fw, q: u64) -> Vec<String> {
     let (_, pos, opts) = limiter_words(c, fw);
-    let mut out = vec![cmd.to_string(), c.key.clone()];
+    // Room for SHADOW and POLICY name too: the command never grows.
+    let mut out = Vec::with_capacity(6 + pos.len() + opts.len());
+    out.push(cmd.to_string());
+    out.push(c.key.clone());
     out.extend(pos);
     out.push(quantity(q));
     out.extend(opts);
@@ -198,7 +202,9 @@ fn peek(c: &Charge, counting: bool, policy: bool) -> Vec<String> {
         "SW" => "SW.PEEK",
         _ => "CL.PEEK",
     };
-    let mut out = vec![cmd.to_string(), c.key.clone()];
+    let mut out = Vec::with_capacity(4 + pos.len() + opts.len());
+    out.push(cmd.to_string());
+    out.push(c.key.clone());
     out.extend(pos);
     out.extend(opts);
     if policy {
@@ -271,15 +277,23 @@ pub struct Outcome {
     pub negative: bool,
 }
 
+/// Up to this many charges (or keys), a request's charges of one key are
+/// found by a scan, without allocating; past it, by a map.
+const SCAN: usize = 16;
+
 /// All-or-nothing: the request's enforced charges, those naming one key
 /// merged into one.
 fn held(charges: &[Charge], enforced: &[usize]) -> Vec<Held> {
     let mut out: Vec<Held> = Vec::new();
     // By key: a request may hold hundreds of thousands of descriptors.
-    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    let mut at: Option<std::collections::HashMap<&str, usize>> = None;
     for &i in enforced {
         let key = charges[i].key.as_str();
-        match at.get(key).and_then(|&k| out.get_mut(k)) {
+        let found = match &at {
+            Some(at) => at.get(key).copied(),
+            None => out.iter().position(|h| charges[h.lead].key == key),
+        };
+        match found.and_then(|k| out.get_mut(k)) {
             Some(h) => {
                 h.members.push(i);
                 h.hits = h.hits.saturating_add(charges[i].hits);
@@ -288,7 +302,17 @@ fn held(charges: &[Charge], enforced: &[usize]) -> Vec<Held> {
                 }
             }
             None => {
-                at.insert(key, out.len());
+                if at.is_none() && out.len() >= SCAN {
+                    at = Some(
+                        out.iter()
+                            .enumerate()
+                            .map(|(k, h)| (charges[h.lead].key.as_str(), k))
+                            .collect(),
+                    );
+                }
+                if let Some(at) = &mut at {
+                    at.insert(key, out.len());
+                }
                 out.push(Held {
                     lead: i,
                     members: vec![i],
@@ -312,6 +336,29 @@ fn enforced(charges: &[Charge], mode: Mode) -> Vec<usize> {
 /// Whether an all-or-nothing request must be refused before Redis: one of
 /// its limiters is asked for more than it can ever hold.
 pub fn never_fits(charges: &[Charge], mode: Mode) -> bool {
+    if mode != Mode::AllOrNothing {
+        return false;
+    }
+    if charges.len() <= SCAN {
+        // As `held` merges them, without building it: each key once, at
+        // its first enforced charge, its hits summed against the smallest
+        // capacity among its charges.
+        let counted = |i: usize| !charges[i].negative && !charges[i].limit.shadow_mode;
+        let same = |i: usize, j: usize| counted(j) && charges[j].key == charges[i].key;
+        return (0..charges.len()).filter(|&i| counted(i)).any(|i| {
+            if (0..i).any(|j| same(i, j)) {
+                return false;
+            }
+            let (mut hits, mut lead) = (0u64, i);
+            for j in (i..charges.len()).filter(|&j| same(i, j)) {
+                hits = hits.saturating_add(charges[j].hits);
+                if charges[j].limit.capacity() < charges[lead].limit.capacity() {
+                    lead = j;
+                }
+            }
+            hits > charges[lead].limit.capacity()
+        });
+    }
     held(charges, &enforced(charges, mode))
         .iter()
         .any(|h| h.hits > charges[h.lead].limit.capacity())
@@ -404,19 +451,20 @@ pub fn plan_with(charges: &[Charge], mode: Mode, refused: bool) -> Plan {
         // go in one call per quantity; the caller gives back what the
         // allowed calls took when another refuses ([`undo`]).
         let mut by_hits: Vec<(u64, Vec<Held>)> = Vec::new();
-        // The call of each quantity still taking limiters, by quantity.
-        let mut open: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
         for h in all {
-            match open.get(&h.hits).and_then(|&k| by_hits.get_mut(k)) {
+            // The call of this quantity still taking limiters: its last
+            // (a few calls a request: a scan, no map).
+            match by_hits.iter_mut().rev().find(|(q, _)| *q == h.hits) {
                 Some((_, g)) if g.len() < MAX_LIMITERS => g.push(h),
-                _ => {
-                    open.insert(h.hits, by_hits.len());
-                    by_hits.push((h.hits, vec![h]));
-                }
+                _ => by_hits.push((h.hits, vec![h])),
             }
         }
         for (hits, group) in by_hits {
-            let mut cmd = vec!["CL.THROTTLEALL".to_string(), group.len().to_string()];
+            // The words of each limiter (key, kind, up to three numbers,
+            // ALIGN) and four more, without growing.
+            let mut cmd = Vec::with_capacity(4 + 6 * group.len());
+            cmd.push("CL.THROTTLEALL".to_string());
+            cmd.push(group.len().to_string());
             for h in &group {
                 cmd.push(charges[h.lead].key.clone());
             }

@@ -6,7 +6,7 @@ use std::sync::{Arc, RwLock};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
-use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{
     DescriptorStatus, RateLimit as PbRateLimit,
 };
@@ -16,7 +16,7 @@ use envoy_types::pb::google::protobuf::Duration as PbDuration;
 use tonic::{Request, Response, Status as GrpcStatus};
 
 use crate::backend::Backend;
-use crate::config::{Config, Entry, Override, Unit};
+use crate::config::{Config, KeyValue, Override, Unit};
 use crate::decide::{self, Check, Code, Status};
 use crate::local_cache::{self, LocalCache};
 use crate::log;
@@ -39,8 +39,9 @@ pub struct State {
     /// until their window ends (`None`: no cache).
     pub local_cache: Option<LocalCache>,
     pub cluster: bool,
-    /// Decisions running on their own tasks (see
-    /// [`State::decide_detached`]), at most [`MAX_DETACHED`].
+    /// Decisions running, in place or on their own tasks once their
+    /// callers went away (see [`State::decide_detached`]), at most
+    /// [`MAX_DETACHED`].
     pub detached: Arc<tokio::sync::Semaphore>,
     /// What the last module check found wrong, one sentence per server
     /// (empty: every server has the module the service needs; `None`
@@ -178,40 +179,40 @@ impl State {
         }
     }
 
-    /// Decides one request on a task of its own, so that a client that
-    /// gives up (Envoy's deadline is 20 ms by default) or a server deadline
-    /// never stops it halfway: between an all-or-nothing charge and the
-    /// refund of a refused request, or between a charge and its stats.
+    /// Decides one request so that a client that gives up (Envoy's
+    /// deadline is 20 ms by default) or a server deadline never stops it
+    /// halfway: between an all-or-nothing charge and the refund of a
+    /// refused request, or between a charge and its stats. The decision
+    /// runs in place and moves onto a task of its own only if its caller
+    /// goes away first ([`crate::finish::Finish`]).
     pub async fn decide_detached(
         self: &Arc<Self>,
         req: RateLimitRequest,
     ) -> Result<RateLimitResponse, Failure> {
-        let Ok(place) = self.detached.clone().acquire_owned().await else {
-            return Err(Failure {
-                message: "the service is shutting down".into(),
-                redis: false,
-            });
+        // A place without waiting when there is one (most of the time).
+        let place = match self.detached.clone().try_acquire_owned() {
+            Ok(place) => place,
+            Err(tokio::sync::TryAcquireError::Closed) => return Err(shutting_down()),
+            Err(tokio::sync::TryAcquireError::NoPermits) => {
+                match self.detached.clone().acquire_owned().await {
+                    Ok(place) => place,
+                    Err(_) => return Err(shutting_down()),
+                }
+            }
         };
         let st = self.clone();
-        // The caller's span stays the parent on the decision's own task.
-        let task = crate::trace::scope(crate::trace::current(), async move {
+        // Boxed where it is made: the decision's future is large (the
+        // Redis client's futures inside), and each future that held it by
+        // value copied all of it on every move (callgrind: about 16k
+        // instructions a decision, rls/bench-instructions).
+        let decision = Box::pin(async move {
             let r = st.should_rate_limit(&req).await;
             drop(place);
             r
         });
-        // Boxed: the decision's future is large (the Redis client's futures
-        // inside), and spawning it by value copied all of it several times
-        // on the way into the task (callgrind: about a fifth of what the
-        // service did per decision beyond the floor, rls/bench).
-        match tokio::spawn(Box::pin(task)).await {
-            Ok(r) => r,
-            // The caller answers a panic as it would its own.
-            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-            Err(_) => Err(Failure {
-                message: "the request was cancelled".into(),
-                redis: false,
-            }),
-        }
+        // The caller's span stays the parent if the decision moves to a
+        // task of its own.
+        crate::finish::Finish::new(crate::trace::scope(crate::trace::current(), decision)).await
     }
 
     /// Decides one request (see [`State::decide_detached`]).
@@ -257,17 +258,15 @@ impl State {
                 req.descriptors.len() as u64,
             );
         }
-        let entries: Vec<Vec<Entry>> = req.descriptors.iter().map(entries_of).collect();
         let matched = req
             .descriptors
             .iter()
-            .zip(&entries)
-            .map(|(d, e)| {
+            .map(|d| {
                 let o = d.limit.as_ref().map(|l| Override {
                     requests_per_unit: l.requests_per_unit,
                     unit: l.unit,
                 });
-                config.get_limit(&req.domain, e, o)
+                config.get_limit(&req.domain, &d.entries, o)
             })
             .collect();
         let checks = decide::limits_to_check(matched);
@@ -288,7 +287,7 @@ impl State {
                     &self.settings.cache_key_prefix,
                     tag,
                     &req.domain,
-                    &entries[i],
+                    &req.descriptors[i].entries,
                     l,
                     now,
                 );
@@ -380,11 +379,13 @@ impl State {
             if let (Check::Limit(l), Some(slot)) = (&checks[i], statuses.get_mut(i)) {
                 let (status, d) = decide::judge_cached(l, hits[i], now);
                 *slot = status;
-                deltas.push((l.full_key.clone(), d));
+                deltas.push((i, d));
             }
         }
-        for (key, d) in &deltas {
-            self.stats.add_limit(key, d);
+        for (i, d) in &deltas {
+            if let Some(Check::Limit(l)) = checks.get(*i) {
+                self.stats.add_limit(&l.full_key, d);
+            }
         }
         let overall = decide::overall(
             &checks,
@@ -471,11 +472,18 @@ impl State {
     ) -> Result<Vec<plan::Outcome>, Failure> {
         let mode = Mode::AllOrNothing;
         let refused = refused || plan::never_fits(main, mode) || plan::never_fits(fast, mode);
-        let (m, f) = futures_util::future::join(
-            self.run(&self.backend, main, mode, refused),
-            self.run(fast_backend, fast, mode, refused),
-        )
-        .await;
+        let (m, f) = if fast.is_empty() {
+            // Without per-second charges, no join (as in the reference
+            // mode: it moved both calls' futures on every request).
+            let m = self.run(&self.backend, main, mode, refused).await;
+            (m, Ok(plan::Interpreted::default()))
+        } else {
+            futures_util::future::join(
+                self.run(&self.backend, main, mode, refused),
+                self.run(fast_backend, fast, mode, refused),
+            )
+            .await
+        };
         let (mut m, mut f) = match (m, f) {
             (Ok(m), Ok(f)) => (m, f),
             (Err(e), Ok(f)) => {
@@ -556,6 +564,13 @@ fn pipeline_length(charges: &[Charge], mode: Mode, refused: bool) -> i64 {
     i64::try_from(plan::plan_with(charges, mode, refused).commands.len()).unwrap_or(i64::MAX)
 }
 
+fn shutting_down() -> Failure {
+    Failure {
+        message: "the service is shutting down".into(),
+        redis: false,
+    }
+}
+
 fn redis_failure(e: redis::RedisError) -> Failure {
     Failure {
         message: format!("redis error: {e}"),
@@ -570,14 +585,14 @@ fn bad_reply(e: plan::BadReply) -> Failure {
     }
 }
 
-fn entries_of(d: &RateLimitDescriptor) -> Vec<Entry> {
-    d.entries
-        .iter()
-        .map(|e| Entry {
-            key: e.key.clone(),
-            value: e.value.clone(),
-        })
-        .collect()
+/// A request's entries are matched and keyed where they are (no copy).
+impl KeyValue for rate_limit_descriptor::Entry {
+    fn key(&self) -> &str {
+        &self.key
+    }
+    fn value(&self) -> &str {
+        &self.value
+    }
 }
 
 fn pb_code(c: Code) -> i32 {

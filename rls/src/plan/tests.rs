@@ -1,5 +1,5 @@
 use super::*;
-use crate::config::{Config, ConfigFile};
+use crate::config::{Config, ConfigFile, Entry};
 
 fn limit(yaml_rl: &str) -> RateLimit {
     let c = Config::load(
@@ -621,4 +621,58 @@ fn the_reference_modes_descriptors_are_one_pipeline() {
             ("FW.INCR", "0", "COUNTALL")
         ]
     );
+}
+
+/// `never_fits` scans small requests without building `held`: the same
+/// verdict as `held`'s, with keys named more than once (hits summed, the
+/// smallest capacity), shadow and negative charges left out, past the
+/// scan's size too.
+#[test]
+fn never_fits_sums_the_hits_of_a_key_against_its_smallest_limit() {
+    let small = limit("{unit: second, requests_per_unit: 5}");
+    let big = limit("{unit: second, requests_per_unit: 50}");
+    let on = |i: usize, key: &str, l: &RateLimit, hits: u64| Charge {
+        key: key.into(),
+        ..charge(i, l.clone(), hits)
+    };
+    let mode = Mode::AllOrNothing;
+    // 3 + 3 on a key whose smaller limit holds 5.
+    let cs = [
+        on(0, "a", &big, 3),
+        on(1, "b", &big, 40),
+        on(2, "a", &small, 3),
+    ];
+    assert!(never_fits(&cs, mode));
+    let verdict = |cs: &[Charge]| {
+        held(cs, &enforced(cs, mode))
+            .iter()
+            .any(|h| h.hits > cs[h.lead].limit.capacity())
+    };
+    assert!(verdict(&cs));
+    // 2 + 3 fits; 40 + 20 on the big limit's own key does not.
+    let cs = [on(0, "a", &big, 2), on(1, "a", &small, 3)];
+    assert!(!never_fits(&cs, mode) && !verdict(&cs));
+    let cs = [
+        on(0, "b", &big, 40),
+        on(1, "a", &small, 1),
+        on(2, "b", &big, 20),
+    ];
+    assert!(never_fits(&cs, mode) && verdict(&cs));
+    // A refund or a shadow charge takes nothing.
+    let mut refund = on(1, "a", &small, 9);
+    refund.negative = true;
+    let mut shadow = on(2, "a", &small, 9);
+    shadow.limit.shadow_mode = true;
+    let cs = [on(0, "a", &small, 1), refund, shadow];
+    assert!(!never_fits(&cs, mode) && !verdict(&cs));
+    // Past the scan: the same verdicts through `held`.
+    let many = |last: u64| -> Vec<Charge> {
+        (0..40)
+            .map(|i| on(i, &format!("k{}", i % 20), &big, 1))
+            .chain([on(40, "k3", &small, last)])
+            .collect()
+    };
+    // k3: 2 hits of the big limit's, then `last` of the small one's 5.
+    assert!(!never_fits(&many(3), mode) && !verdict(&many(3)));
+    assert!(never_fits(&many(4), mode) && verdict(&many(4)));
 }
