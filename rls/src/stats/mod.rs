@@ -62,6 +62,20 @@ struct Timer {
     count: u64,
 }
 
+impl Timer {
+    /// One timing of `ms` milliseconds, scaled by the mapping.
+    fn record(&mut self, ms: f64) {
+        let v = ms * self.mapped.scale;
+        for (i, b) in self.mapped.buckets.iter().enumerate() {
+            if v <= *b {
+                self.buckets[i] = self.buckets[i].saturating_add(1);
+            }
+        }
+        self.sum += v;
+        self.count = self.count.saturating_add(1);
+    }
+}
+
 #[derive(Default)]
 struct Limits {
     map: HashMap<String, LimitCounters>,
@@ -316,31 +330,23 @@ impl Stats {
         let ms = secs * 1000.0;
         {
             let mut g = lock(&self.timers);
-            // The name is copied only the first time it is seen.
-            if !g.contains_key(name) {
+            if let Some(t) = g.get_mut(name) {
+                t.record(ms);
+            } else {
+                // The name is copied only the first time it is seen.
                 if g.len() >= self.max_keys {
                     return;
                 }
                 let mapped = self.map_timer(name);
-                let t = Timer {
+                let mut t = Timer {
                     buckets: vec![0; mapped.buckets.len()],
                     mapped,
                     sum: 0.0,
                     count: 0,
                 };
+                t.record(ms);
                 g.insert(name.to_string(), t);
             }
-            let Some(t) = g.get_mut(name) else {
-                return;
-            };
-            let v = ms * t.mapped.scale;
-            for (i, b) in t.mapped.buckets.iter().enumerate() {
-                if v <= *b {
-                    t.buckets[i] = t.buckets[i].saturating_add(1);
-                }
-            }
-            t.sum += v;
-            t.count = t.count.saturating_add(1);
         }
         if self.statsd.load(Ordering::Relaxed) {
             let mut p = lock(&self.pending_timings);
