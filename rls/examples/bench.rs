@@ -2,9 +2,14 @@
 //! against its floor (examples/floor.rs: the same Redis pipeline behind
 //! the same tonic, nothing else), 1 and 3 descriptors, in rounds that
 //! alternate the two. Requests per second, the service's over the floor's
-//! (per pair of rounds, the median), and the CPU time each process spent
+//! (per pair of rounds, the median), the CPU time each process spent
 //! per decision (utime + stime of /proc/PID/stat over a round, divided by
-//! the decisions made in it).
+//! the decisions made in it), and what each process asked of the kernel
+//! per decision: its read and write calls (syscr + syscw of
+//! /proc/PID/io; epoll and futex calls are not among them) and the times
+//! its threads were switched out (voluntary and involuntary context
+//! switches of /proc/PID/task/*/status), which tell where CPU time goes
+//! outside the instructions that callgrind counts.
 //! Usage: bench <seconds per round> <concurrency> <rounds> <mode: reference|all>
 //!   <TLS: off | CA file> <service gRPC port> <service pid> <floor gRPC port> <floor pid>
 //! or, to count instructions under callgrind: bench calls <gRPC port> <descriptors> <calls>
@@ -33,12 +38,30 @@ struct Round {
     rps: f64,
     p50: Duration,
     p99: Duration,
-    /// CPU seconds of the target per decision.
-    cpu: f64,
+    /// What the target spent per decision.
+    per: Usage,
 }
 
-/// utime + stime of a process, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
+/// What a process has spent so far (or, divided, per decision).
+#[derive(Clone, Copy, Default)]
+struct Usage {
+    /// utime + stime, in seconds.
+    cpu: f64,
+    /// Read and write system calls (syscr + syscw).
+    rw: f64,
+    /// Context switches of all its threads.
+    switches: f64,
+}
+
+/// A field of a `/proc` file of `name: value` lines.
+fn proc_field(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+fn usage(pid: u32) -> Usage {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("the target's stat");
     // The fields after the command's closing parenthesis, from state (3rd).
     let rest = &stat[stat.rfind(')').expect("a stat line") + 2..];
@@ -50,10 +73,25 @@ fn cpu_seconds(pid: u32) -> f64 {
         .collect();
     // SAFETY: sysconf reads a constant of the system; no memory is passed.
     let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (f[0] + f[1]) as f64 / tick
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).expect("the target's io");
+    let mut switches = 0.0;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("the target's threads") {
+        // A thread that ended meanwhile is left out.
+        let Ok(status) = std::fs::read_to_string(task.unwrap().path().join("status")) else {
+            continue;
+        };
+        switches += proc_field(&status, "voluntary_ctxt_switches")
+            + proc_field(&status, "nonvoluntary_ctxt_switches");
+    }
+    Usage {
+        cpu: (f[0] + f[1]) as f64 / tick,
+        rw: proc_field(&io, "syscr") + proc_field(&io, "syscw"),
+        switches,
+    }
 }
 
-fn summarize(mut lat: Vec<Duration>, secs: f64, cpu: f64) -> Round {
+fn summarize(mut lat: Vec<Duration>, secs: f64, before: Usage, after: Usage) -> Round {
+    let n = lat.len().max(1) as f64;
     lat.sort();
     let pick = |q: f64| {
         lat.get(((lat.len() as f64 * q) as usize).min(lat.len().saturating_sub(1)))
@@ -64,7 +102,11 @@ fn summarize(mut lat: Vec<Duration>, secs: f64, cpu: f64) -> Round {
         rps: lat.len() as f64 / secs,
         p50: pick(0.5),
         p99: pick(0.99),
-        cpu: cpu / lat.len().max(1) as f64,
+        per: Usage {
+            cpu: (after.cpu - before.cpu) / n,
+            rw: (after.rw - before.rw) / n,
+            switches: (after.switches - before.switches) / n,
+        },
     }
 }
 
@@ -144,7 +186,7 @@ async fn round(t: &Target, ca: Option<&str>, n: usize, secs: f64, conc: usize) -
     for _ in 0..conc {
         clients.push(RateLimitServiceClient::new(channel(t.port, ca).await));
     }
-    let before = cpu_seconds(t.pid);
+    let before = usage(t.pid);
     let mut tasks: Vec<JoinHandle<Vec<Duration>>> = Vec::new();
     for (user, mut c) in clients.into_iter().enumerate() {
         tasks.push(tokio::spawn(async move {
@@ -159,8 +201,7 @@ async fn round(t: &Target, ca: Option<&str>, n: usize, secs: f64, conc: usize) -
     for task in tasks {
         all.extend(task.await.unwrap());
     }
-    let cpu = cpu_seconds(t.pid) - before;
-    summarize(all, secs, cpu)
+    summarize(all, secs, before, usage(t.pid))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -219,13 +260,20 @@ async fn main() {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let p50 = median(s.iter().map(|r| ms(r.p50)).collect());
         let p99 = median(s.iter().map(|r| ms(r.p99)).collect());
+        let per = |rounds: &[Round], of: fn(&Usage) -> f64| {
+            median(rounds.iter().map(|r| of(&r.per)).collect())
+        };
         println!(
-            "| {mode} | {tls} | {n} | {:.0} | {p50:.2} ms | {p99:.2} ms | {:.0} | {:.2} ({lo:.2}-{hi:.2}) | {:.1} | {:.1} |",
+            "| {mode} | {tls} | {n} | {:.0} | {p50:.2} ms | {p99:.2} ms | {:.0} | {:.2} ({lo:.2}-{hi:.2}) | {:.1} | {:.1} | {:.2} / {:.2} | {:.2} / {:.2} |",
             median(s.iter().map(|r| r.rps).collect()),
             median(f.iter().map(|r| r.rps).collect()),
             median(ratios.clone()),
-            median(s.iter().map(|r| r.cpu * 1e6).collect()),
-            median(f.iter().map(|r| r.cpu * 1e6).collect()),
+            per(&s, |u| u.cpu * 1e6),
+            per(&f, |u| u.cpu * 1e6),
+            per(&s, |u| u.rw),
+            per(&f, |u| u.rw),
+            per(&s, |u| u.switches),
+            per(&f, |u| u.switches),
         );
     }
 }
