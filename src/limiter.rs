@@ -182,22 +182,7 @@ impl Limiter {
                     Some(WindowState::Exact { log, .. }) => sw.decide(log, now, quantity),
                     _ => sw.decide(&Log::new(), now, quantity),
                 };
-                Ok(match decision {
-                    sliding::Decision::Allowed {
-                        record_at: Some(at),
-                    } => Decided {
-                        verdict,
-                        write: Write::Record {
-                            window: sw.window(),
-                            at,
-                            quantity,
-                            approx: false,
-                        },
-                        repair: None,
-                        always: false,
-                    },
-                    _ => nothing(verdict),
-                })
+                Ok(exact_decided(sw, decision, verdict, quantity))
             }
             Limiter::Approx(a) => {
                 let state = match window_state(key, true)? {
@@ -244,6 +229,87 @@ impl Limiter {
             }
         }
     }
+}
+
+/// What the exact log decided, as a [`Decided`]: an admission with a
+/// quantity above 0 records it.
+fn exact_decided(
+    sw: &SlidingWindow,
+    decision: sliding::Decision,
+    verdict: Verdict,
+    quantity: i64,
+) -> Decided {
+    let write = match decision {
+        sliding::Decision::Allowed {
+            record_at: Some(at),
+        } => Write::Record {
+            window: sw.window(),
+            at,
+            quantity,
+            approx: false,
+        },
+        _ => Write::None,
+    };
+    Decided {
+        verdict,
+        write,
+        repair: None,
+        always: false,
+    }
+}
+
+impl Limiter {
+    /// Decides a request of `quantity` at `now` on `key` and writes what
+    /// the call writes: [`Limiter::decide`], then [`Decided::apply`].
+    /// The outer error is one of deciding (nothing was written), the inner
+    /// one of writing.
+    #[inline]
+    pub fn enforce(
+        &self,
+        key: &mut Key,
+        now: i64,
+        quantity: i64,
+    ) -> Result<Result<Verdict, CmdError>, CmdError> {
+        if let Limiter::Exact(sw) = self {
+            return allow_exact(key, sw, now, quantity);
+        }
+        let decided = self.decide(key, now, quantity)?;
+        Ok(decided
+            .apply(key, !decided.verdict.limited)
+            .map(|()| decided.verdict))
+    }
+}
+
+/// [`Limiter::enforce`] of the exact log: an admission that drops nothing
+/// from the log (the common case) is decided and recorded in one pass over
+/// the key's state, then written as [`record`] writes it (`sw.allow`, the
+/// expiry, `SW.RECORD`); any other call is decided, then applied.
+fn allow_exact(
+    key: &mut Key,
+    sw: &SlidingWindow,
+    now: i64,
+    quantity: i64,
+) -> Result<Result<Verdict, CmdError>, CmdError> {
+    sw.check(now)?;
+    let (decision, verdict) = match window_state(key, false)? {
+        Some(WindowState::Exact { log, window }) => match sw.allow(log, now, quantity) {
+            sliding::Allow::Decided(decision, verdict) => (decision, verdict),
+            sliding::Allow::Recorded { verdict, at } => {
+                *window = Some(sw.window());
+                let expire = sliding::expire_at_ms(log, sw.window());
+                let written = window_written(key, c"sw.allow", expire).map(|()| {
+                    replicate_window_effect(key, c"SW.RECORD", sw.window(), at, quantity, false);
+                    verdict
+                });
+                return Ok(written);
+            }
+        },
+        _ => sw.decide(&Log::new(), now, quantity),
+    };
+    let decided = exact_decided(sw, decision, verdict, quantity);
+    Ok(decided
+        .apply(key, !decided.verdict.limited)
+        .map(|()| decided.verdict))
 }
 
 impl Limiter {
