@@ -533,6 +533,7 @@ fn within_64_bits(window: i64, at: i64, approx: bool) -> Result<(), CmdError> {
 /// `SW.RECORD` or `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`,
 /// the quantity left out when it is 1 (one argument object fewer for every
 /// replica and the AOF to handle).
+#[inline]
 fn replicate_window_effect(
     key: &Key,
     command: &CStr,
