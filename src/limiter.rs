@@ -270,8 +270,10 @@ impl Limiter {
         now: i64,
         quantity: i64,
     ) -> Result<Result<Verdict, CmdError>, CmdError> {
-        if let Limiter::Exact(sw) = self {
-            return allow_exact(key, sw, now, quantity);
+        match self {
+            Limiter::Exact(sw) => return allow_exact(key, sw, now, quantity),
+            Limiter::Approx(a) => return allow_approx(key, a, now, quantity),
+            _ => {}
         }
         let decided = self.decide(key, now, quantity)?;
         Ok(decided
@@ -310,6 +312,66 @@ fn allow_exact(
     Ok(decided
         .apply(key, !decided.verdict.limited)
         .map(|()| decided.verdict))
+}
+
+/// [`Limiter::enforce`] of the sliding window counter: an admission on a
+/// key that holds a counter stores the counter the decision made (what
+/// [`record`] would work out again from the key's state) and is written as
+/// [`record`] writes it; any other call is decided, then applied.
+fn allow_approx(
+    key: &mut Key,
+    a: &ApproxWindow,
+    now: i64,
+    quantity: i64,
+) -> Result<Result<Verdict, CmdError>, CmdError> {
+    a.check(now)?;
+    let Some(state) = window_state(key, true)? else {
+        let (decision, verdict) = a.decide(None, now, quantity);
+        return Ok(approx_written(key, a, decision, verdict, now, quantity));
+    };
+    let WindowState::Approx(c) = state else {
+        return Err(error::EXACT_KEY);
+    };
+    let (decision, verdict) = a.decide(Some(*c), now, quantity);
+    let sliding_approx::Decision::Allowed {
+        counter: Some(next),
+    } = decision
+    else {
+        return Ok(approx_written(key, a, decision, verdict, now, quantity));
+    };
+    *c = next;
+    let expire = state.expire_at_ms();
+    Ok(window_written(key, c"sw.allow", expire).map(|()| {
+        replicate_window_effect(key, c"SW.RECORD", a.window(), now, quantity, true);
+        verdict
+    }))
+}
+
+/// What the sliding window counter decided, applied as [`Decided::apply`]
+/// applies it: an admission with a quantity above 0 recorded at `now`.
+fn approx_written(
+    key: &mut Key,
+    a: &ApproxWindow,
+    decision: sliding_approx::Decision,
+    verdict: Verdict,
+    now: i64,
+    quantity: i64,
+) -> Result<Verdict, CmdError> {
+    match decision {
+        sliding_approx::Decision::Allowed { counter: Some(_) } => {
+            apply(
+                key,
+                Write::Record {
+                    window: a.window(),
+                    at: now,
+                    quantity,
+                    approx: true,
+                },
+            )?;
+            Ok(verdict)
+        }
+        _ => Ok(verdict),
+    }
 }
 
 impl Limiter {
