@@ -182,22 +182,7 @@ impl Limiter {
                     Some(WindowState::Exact { log, .. }) => sw.decide(log, now, quantity),
                     _ => sw.decide(&Log::new(), now, quantity),
                 };
-                Ok(match decision {
-                    sliding::Decision::Allowed {
-                        record_at: Some(at),
-                    } => Decided {
-                        verdict,
-                        write: Write::Record {
-                            window: sw.window(),
-                            at,
-                            quantity,
-                            approx: false,
-                        },
-                        repair: None,
-                        always: false,
-                    },
-                    _ => nothing(verdict),
-                })
+                Ok(exact_decided(sw, decision, verdict, quantity))
             }
             Limiter::Approx(a) => {
                 let state = match window_state(key, true)? {
@@ -243,6 +228,149 @@ impl Limiter {
                 })
             }
         }
+    }
+}
+
+/// What the exact log decided, as a [`Decided`]: an admission with a
+/// quantity above 0 records it.
+fn exact_decided(
+    sw: &SlidingWindow,
+    decision: sliding::Decision,
+    verdict: Verdict,
+    quantity: i64,
+) -> Decided {
+    let write = match decision {
+        sliding::Decision::Allowed {
+            record_at: Some(at),
+        } => Write::Record {
+            window: sw.window(),
+            at,
+            quantity,
+            approx: false,
+        },
+        _ => Write::None,
+    };
+    Decided {
+        verdict,
+        write,
+        repair: None,
+        always: false,
+    }
+}
+
+impl Limiter {
+    /// Decides a request of `quantity` at `now` on `key` and writes what
+    /// the call writes: [`Limiter::decide`], then [`Decided::apply`].
+    /// The outer error is one of deciding (nothing was written), the inner
+    /// one of writing.
+    #[inline]
+    pub fn enforce(
+        &self,
+        key: &mut Key,
+        now: i64,
+        quantity: i64,
+    ) -> Result<Result<Verdict, CmdError>, CmdError> {
+        match self {
+            Limiter::Exact(sw) => return allow_exact(key, sw, now, quantity),
+            Limiter::Approx(a) => return allow_approx(key, a, now, quantity),
+            _ => {}
+        }
+        let decided = self.decide(key, now, quantity)?;
+        Ok(decided
+            .apply(key, !decided.verdict.limited)
+            .map(|()| decided.verdict))
+    }
+}
+
+/// [`Limiter::enforce`] of the exact log: an admission that drops nothing
+/// from the log (the common case) is decided and recorded in one pass over
+/// the key's state, then written as [`record`] writes it (`sw.allow`, the
+/// expiry, `SW.RECORD`); any other call is decided, then applied.
+fn allow_exact(
+    key: &mut Key,
+    sw: &SlidingWindow,
+    now: i64,
+    quantity: i64,
+) -> Result<Result<Verdict, CmdError>, CmdError> {
+    sw.check(now)?;
+    let (decision, verdict) = match window_state(key, false)? {
+        Some(WindowState::Exact { log, window }) => match sw.allow(log, now, quantity) {
+            sliding::Allow::Decided(decision, verdict) => (decision, verdict),
+            sliding::Allow::Recorded { verdict, at } => {
+                *window = Some(sw.window());
+                let expire = sliding::expire_at_ms(log, sw.window());
+                let written = window_written(key, c"sw.allow", expire).map(|()| {
+                    replicate_window_effect(key, c"SW.RECORD", sw.window(), at, quantity, false);
+                    verdict
+                });
+                return Ok(written);
+            }
+        },
+        _ => sw.decide(&Log::new(), now, quantity),
+    };
+    let decided = exact_decided(sw, decision, verdict, quantity);
+    Ok(decided
+        .apply(key, !decided.verdict.limited)
+        .map(|()| decided.verdict))
+}
+
+/// [`Limiter::enforce`] of the sliding window counter: an admission on a
+/// key that holds a counter stores the counter the decision made (what
+/// [`record`] would work out again from the key's state) and is written as
+/// [`record`] writes it; any other call is decided, then applied.
+fn allow_approx(
+    key: &mut Key,
+    a: &ApproxWindow,
+    now: i64,
+    quantity: i64,
+) -> Result<Result<Verdict, CmdError>, CmdError> {
+    a.check(now)?;
+    let Some(state) = window_state(key, true)? else {
+        let (decision, verdict) = a.decide(None, now, quantity);
+        return Ok(approx_written(key, a, decision, verdict, now, quantity));
+    };
+    let WindowState::Approx(c) = state else {
+        return Err(error::EXACT_KEY);
+    };
+    let (decision, verdict) = a.decide(Some(*c), now, quantity);
+    let sliding_approx::Decision::Allowed {
+        counter: Some(next),
+    } = decision
+    else {
+        return Ok(approx_written(key, a, decision, verdict, now, quantity));
+    };
+    *c = next;
+    let expire = state.expire_at_ms();
+    Ok(window_written(key, c"sw.allow", expire).map(|()| {
+        replicate_window_effect(key, c"SW.RECORD", a.window(), now, quantity, true);
+        verdict
+    }))
+}
+
+/// What the sliding window counter decided, applied as [`Decided::apply`]
+/// applies it: an admission with a quantity above 0 recorded at `now`.
+fn approx_written(
+    key: &mut Key,
+    a: &ApproxWindow,
+    decision: sliding_approx::Decision,
+    verdict: Verdict,
+    now: i64,
+    quantity: i64,
+) -> Result<Verdict, CmdError> {
+    match decision {
+        sliding_approx::Decision::Allowed { counter: Some(_) } => {
+            apply(
+                key,
+                Write::Record {
+                    window: a.window(),
+                    at: now,
+                    quantity,
+                    approx: true,
+                },
+            )?;
+            Ok(verdict)
+        }
+        _ => Ok(verdict),
     }
 }
 
@@ -467,6 +595,7 @@ fn within_64_bits(window: i64, at: i64, approx: bool) -> Result<(), CmdError> {
 /// `SW.RECORD` or `SW.UNRECORD key window_ns at_ns [quantity] [APPROX]`,
 /// the quantity left out when it is 1 (one argument object fewer for every
 /// replica and the AOF to handle).
+#[inline]
 fn replicate_window_effect(
     key: &Key,
     command: &CStr,

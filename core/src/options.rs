@@ -84,6 +84,13 @@ pub struct Found<'a> {
 }
 
 impl<'a> Found<'a> {
+    /// No option given.
+    pub const NONE: Found<'a> = Found {
+        given: 0,
+        values: [(0, &[]); MAX_VALUES],
+        quantity: None,
+    };
+
     /// Whether `opt` was given.
     pub fn has(&self, opt: Opt) -> bool {
         self.given & opt.bit != 0
@@ -119,7 +126,9 @@ pub enum OptionError<'a> {
 /// Reads the options among `words(from)`, `words(from + 1)`, ... until the
 /// words end or one is a `stop` word (not taken): those of `own` (a
 /// limiter's) and of `extra` (the command's). Answers what was found and the
-/// position of the first word not taken.
+/// position of the first word not taken. Inlined, so that what it finds
+/// is built where the caller keeps it.
+#[inline]
 pub fn read<'a>(
     own: &[Opt],
     extra: &[Opt],
@@ -127,11 +136,7 @@ pub fn read<'a>(
     from: usize,
     stop: impl Fn(&[u8]) -> bool,
 ) -> Result<(Found<'a>, usize), OptionError<'a>> {
-    let mut found = Found {
-        given: 0,
-        values: [(0, &[]); MAX_VALUES],
-        quantity: None,
-    };
+    let mut found = Found::NONE;
     let spec = || own.iter().chain(extra);
     let mut at = from;
     while let Some(word) = words(at) {

@@ -1,7 +1,7 @@
 //! The exact sliding window log: boundaries, weights, encoding, memory,
 //! and its invariants over random call sequences.
 
-use cell_core::sliding::{record, Decision, Log, LogError, SlidingWindow};
+use cell_core::sliding::{record, unrecord, Allow, Decision, Log, LogError, SlidingWindow};
 use cell_core::{NANOS_PER_MILLI, NANOS_PER_SEC};
 use proptest::prelude::*;
 
@@ -246,6 +246,65 @@ proptest! {
         }
         let back = Log::decode(&log.encode()).unwrap();
         prop_assert_eq!(back.iter().collect::<Vec<_>>(), log.iter().collect::<Vec<_>>());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// `allow` answers and records exactly as `decide` then `record` do,
+    /// and leaves the log unchanged whenever it only decides: on random
+    /// calls with the clock stepping back, quantities of 0 and above the
+    /// limit, limits changing from call to call, refunds, and instants at
+    /// the end of 64-bit nanoseconds.
+    #[test]
+    fn allow_is_decide_then_record(
+        window_ms in 1i64..3_000,
+        start in prop_oneof![Just(T0), Just(i64::MAX - 4_000_000_000), Just(0i64)],
+        calls in prop::collection::vec(
+            (-200_000_000i64..900_000_000, 0i64..4, 0i64..8, 0u8..8),
+            1..150,
+        ),
+    ) {
+        let window = window_ms * NANOS_PER_MILLI;
+        let mut by_allow = Log::new();
+        let mut by_decide = Log::new();
+        let mut now = start;
+        for (dt, q, limit, refund) in calls {
+            now = now.saturating_add(dt).max(0);
+            let sw = SlidingWindow::new(limit, window).unwrap();
+            if sw.check(now).is_err() {
+                continue;
+            }
+            if refund == 0 {
+                unrecord(&mut by_allow, window, now, 1).unwrap();
+                unrecord(&mut by_decide, window, now, 1).unwrap();
+            }
+            let before = by_allow.clone();
+            let (decision, verdict) = sw.decide(&by_decide, now, q);
+            let recorded = match decision {
+                Decision::Allowed { record_at: Some(at) } => {
+                    record(&mut by_decide, window, at, q).ok().map(|()| at)
+                }
+                _ => None,
+            };
+            match sw.allow(&mut by_allow, now, q) {
+                Allow::Recorded { verdict: v, at } => {
+                    prop_assert_eq!(v, verdict);
+                    prop_assert_eq!(Some(at), recorded);
+                }
+                Allow::Decided(d, v) => {
+                    prop_assert_eq!((d, v), (decision, verdict));
+                    prop_assert_eq!(&by_allow, &before);
+                    if let Decision::Allowed { record_at: Some(at) } = d {
+                        let _ = record(&mut by_allow, window, at, q);
+                    }
+                }
+            }
+            prop_assert_eq!(&by_allow, &by_decide);
+            prop_assert_eq!(by_allow.encode(), by_decide.encode());
+            prop_assert_eq!(by_allow.heap_bytes(), by_decide.heap_bytes());
+        }
     }
 }
 

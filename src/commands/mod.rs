@@ -331,8 +331,8 @@ fn enforce(
     now: i64,
 ) -> Result<Reply, CmdError> {
     let mut key = open_key(ctx, args, Access::Write)?;
-    let decided = match limiter.decide(&mut key, now, quantity) {
-        Ok(decided) => decided,
+    let v = match limiter.enforce(&mut key, now, quantity) {
+        Ok(written) => written?,
         Err(e) => {
             if watch.policy.is_some() {
                 registry().record(watch.policy, Outcome::Error, None);
@@ -340,8 +340,6 @@ fn enforce(
             return Err(e);
         }
     };
-    decided.apply(&mut key, !decided.verdict.limited)?;
-    let v = decided.verdict;
     if v.limited || watch.policy.is_some() {
         let outcome = match (v.limited, watch.shadow) {
             (false, _) => Outcome::Allowed,

@@ -167,6 +167,12 @@ impl Log {
             self.len -= count;
             self.total -= quantity;
         }
+        self.shrink_chunks();
+    }
+
+    /// Returns the chunk list's memory when it is mostly unused (after
+    /// chunks were dropped).
+    fn shrink_chunks(&mut self) {
         if self.chunks.capacity() > 16 && self.chunks.len() < self.chunks.capacity() / 4 {
             self.chunks.shrink_to(self.chunks.len() * 2);
         }
@@ -189,6 +195,12 @@ impl Log {
                 self.chunks.pop_back();
             }
         }
+        // What the next purge would do, so that a log that drops nothing
+        // need not look (see `Chunk::tidy`).
+        if let Some(front) = self.chunks.front_mut() {
+            front.tidy();
+        }
+        self.shrink_chunks();
         quantity.max(0) - left
     }
 
@@ -389,9 +401,16 @@ impl Chunk {
             count += 1;
             quantity += q;
         }
-        // Move the live bytes to the front once the dead prefix is a
-        // quarter of them (each byte moves O(1) times on average), and
-        // return memory when the buffer is mostly unused.
+        self.tidy();
+        (count, quantity)
+    }
+
+    /// Moves the live bytes to the front once the dead prefix is a quarter
+    /// of them (each byte moves O(1) times on average), and returns memory
+    /// when the buffer is mostly unused. After a purge or a take, neither
+    /// holds, and appending alone never makes either hold: a log that
+    /// drops nothing need not look.
+    fn tidy(&mut self) {
         let head = self.head as usize;
         let live = self.bytes.len() - head;
         if head > 64 && head >= live / 4 {
@@ -402,7 +421,6 @@ impl Chunk {
             self.bytes
                 .shrink_to(self.bytes.len() + self.bytes.len() / 4);
         }
-        (count, quantity)
     }
 }
 

@@ -113,6 +113,56 @@ impl SlidingWindow {
     }
 }
 
+/// What [`SlidingWindow::allow`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Allow {
+    /// Admitted and recorded at `at`, as [`record`] records it.
+    Recorded { verdict: Verdict, at: i64 },
+    /// Decided only, as [`SlidingWindow::decide`] decides; the log is
+    /// unchanged and the caller records an admission itself.
+    Decided(Decision, Verdict),
+}
+
+impl SlidingWindow {
+    /// [`SlidingWindow::decide`], then [`record`] when the request is
+    /// admitted, in one pass for the common case: nothing in the log has
+    /// left the window of the instant recorded at, and the request is
+    /// admitted with a quantity above 0. Every other case (a refusal, a
+    /// peek, entries to drop, an instant or a total at the edge of 64
+    /// bits) is only decided, with the log unchanged. Assumes
+    /// [`SlidingWindow::check`] as `decide` does.
+    pub fn allow(&self, log: &mut Log, now: i64, quantity: i64) -> Allow {
+        let newest = log.newest();
+        let at = now.max(newest.unwrap_or(now)).max(0);
+        let total = log.total();
+        let admitted = quantity > 0
+            && quantity <= self.limit
+            && total <= self.limit - quantity
+            && log.oldest().is_none_or(|oldest| oldest > at - self.window)
+            && at.checked_add(self.window).is_some();
+        if !admitted {
+            let (decision, verdict) = self.decide(log, now, quantity);
+            return Allow::Decided(decision, verdict);
+        }
+        // Nothing left the window at `at` (so none at `now <= at` either):
+        // every entry counts, and recording drops none. The checks above
+        // are those of `record`, which cannot fail here.
+        if log.push(at, quantity).is_err() {
+            let (decision, verdict) = self.decide(log, now, quantity);
+            return Allow::Decided(decision, verdict);
+        }
+        let used = total + quantity;
+        let verdict = Verdict {
+            limited: false,
+            limit: self.limit,
+            remaining: self.limit - used,
+            retry_after: None,
+            reset_after: (at + self.window).saturating_sub(now).max(0),
+        };
+        Allow::Recorded { verdict, at }
+    }
+}
+
 /// Whether a request recorded at `at` leaves a window of `window` ns
 /// within 64-bit nanoseconds (see [`crate::within_64_bits`]).
 pub fn check(window: i64, at: i64) -> Result<(), ParamError> {
