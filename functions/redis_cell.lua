@@ -2450,12 +2450,13 @@ end, nil, 'keys' }
 -- Each step below names the layered function whose arithmetic it
 -- repeats, operation for operation.
 --
--- FW.INCR and SW.ALLOW are written out in one function each, helpers
--- inlined: a Lua function call costs the server a couple of hundred
--- machine instructions, math.floor (a C call) more than x - x % 1, and
--- FW.INCR's 40,000 instructions a call leave little room. SW.ALLOW reads
--- a log's first and newest entries only (two struct.unpack calls) when
--- no entry leaves the window, and appends the new one.
+-- FW.INCR, SW.ALLOW and CL.THROTTLEALL are written out in one function
+-- each, their helpers inlined: a Lua function call costs the server a
+-- couple of hundred machine instructions, math.floor (a C call) more
+-- than x - x % 1, and a call of FW.INCR's script costs 40,000 in all.
+-- SW.ALLOW reads a log's first and newest entries only (two
+-- struct.unpack calls) when no entry leaves the window, and appends the
+-- new one.
 
 local fast = {}
 
@@ -2470,11 +2471,12 @@ local fast = {}
 local by_words, by_words_n = { G = {}, F = {}, A = {}, S = {} }, 0
 
 local prepared = {
-  -- gcra.decide's fast path: the interval and tolerance as doubles.
+  -- gcra.decide's fast path: the interval and tolerance as doubles,
+  -- the limit, and the interval's whole microseconds (floor(e / 1000)).
   G = function(lim)
     local g = lim[2]
     if not g[6] then return false end
-    return { g[6], g[7], g[5] }
+    return { g[6], g[7], g[5], floor(g[6] / 1000) }
   end,
   -- A rolling window below 1e15 ns: limit, window (a pair).
   F = function(lim)
@@ -2614,13 +2616,26 @@ local function seconds_of(st)
   return s
 end
 
+-- store.now, flat: TIME's seconds as store.now keeps them (sec_text,
+-- sec_num), its microseconds, and now in ns (a pair) and in ms.
+-- (floor(x) is x - x % 1 here and below: one VM instruction where
+-- math.floor is a C call.)
+local function clock()
+  local t = rcall('TIME')
+  local st, usec = t[1], tonum(t[2])
+  if st ~= sec_text then sec_text, sec_num = st, tonum(st) end
+  local sec = sec_num
+  local sub = usec % 1000
+  return sec, usec * 1000, sec * 1000 + (usec - sub) / 1000, sub * 1000
+end
+
 -- store.integer for a TAT in canonical digits (integer() reads them so):
 -- the TAT relative to now in ns when within a day of now (gcra.decide's
 -- fast path), 0 for an absent key; nil for anything else.
 local function tat_rel(key, now_s, now_n)
   local v = rpcall('GET', key)
   if not v then return 0 end
-  if ltype(v) ~= 'string' then return nil end
+  -- An error reply (WRONGTYPE) is a table, whose length is 0.
   local len = #v
   if len < 10 or len > 19 then return nil end
   local s = seconds_of(ssub(v, 1, len - 9))
@@ -2630,32 +2645,6 @@ local function tat_rel(key, now_s, now_n)
   local ds = s - now_s
   if ds > 86400 or ds < -86400 then return nil end
   return ds * B + (tonum(nt) - now_n)
-end
-
--- store.integer and store.expire_ms for a counter in plain digits, as
--- fixed.decide takes it: the count and the expiry (0 and nil when absent
--- or expired); nil for anything else, and for a counter without TTL
--- (its repair is the layered path's).
-local function live_count(key, now_ms)
-  local v = rpcall('GET', key)
-  if not v then return 0 end
-  local count = plain_count(v)
-  if not count then return nil end
-  local exp_ms = expire_ms(key, now_ms)
-  if not exp_ms then return nil end
-  if now_ms >= exp_ms then return 0 end
-  return count, exp_ms
-end
-
--- fixed.decide's until_ms (end_ms * 1e6 - now) in its usual range, as a
--- pair clamped at 0; nil beyond it.
-local function until_end(end_ms, now_ms, now_n)
-  local d = end_ms - now_ms
-  if not (d < 9e9 and d > -9e9) then return nil end
-  local x = d * 1000000 - now_n % 1000000
-  local us = floor(x / B)
-  if us < 0 then return 0, 0 end
-  return us, x - us * B
 end
 
 fast['cl.throttle'] = function(keys, argv)
@@ -2671,7 +2660,7 @@ fast['cl.throttle'] = function(keys, argv)
   if inc >= 1e15 then return nil end
   -- store.now; limiter.check (gcra.check) holds for a clock below 9e9 s
   -- and a tolerance below 1e15 ns.
-  local now_s, now_n, now_ms = store.now()
+  local now_s, now_n, now_ms = clock()
   if not (now_s < 9000000000) then return nil end
   -- store.integer: a TAT in canonical digits (integer() reads them so),
   -- split into its seconds and nanoseconds by one match;
@@ -2687,10 +2676,12 @@ fast['cl.throttle'] = function(keys, argv)
   if limited then ttl = rel > 0 and rel or 0 end
   local rem, x = 0, t - ttl
   if x > 0 then
-    if e >= 1000 then rem = floor(floor(x / 1000) / floor(e / 1000)) else rem = floor(x / e) end
+    if e >= 1000 then x = x / 1000; rem = (x - x % 1) / g[4] else rem = x / e end
+    rem = rem - rem % 1
     if rem > g[3] then rem = g[3] end
   end
-  local ttl_s = floor(ttl / B)
+  local ttl_s = ttl / B
+  ttl_s = ttl_s - ttl_s % 1
   local ttl_n = ttl - ttl_s * B
   -- to_reply: reset, then retry.
   local reset
@@ -2699,28 +2690,17 @@ fast['cl.throttle'] = function(keys, argv)
   if limited then
     local retry = -1
     if inc <= t then
-      local rs = floor(allow_rel / B)
+      local rs = allow_rel / B
+      rs = rs - rs % 1
       retry = unit_of(ms, rs, allow_rel - rs * B)
     end
     return { 1, g[3], rem, retry, reset }
   end
   -- limiter.apply: store.set with gcra.decide's new TAT and expiry.
   local nts, ntn = padd(now_s, now_n, ttl_s, ttl_n)
-  store.set(key, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+  local ttl_ms = ttl / 1000000
+  store.set(key, ptostr(nts, ntn), now_ms + ttl_ms - ttl_ms % 1, nil, now_ms)
   return { 0, g[3], rem, -1, reset }
-end
-
--- store.now, flat: TIME's seconds as store.now keeps them (sec_text,
--- sec_num), its microseconds, and now in ns (a pair) and in ms.
--- (floor(x) is x - x % 1 here and below: one VM instruction where
--- math.floor is a C call.)
-local function clock()
-  local t = rcall('TIME')
-  local st, usec = t[1], tonum(t[2])
-  if st ~= sec_text then sec_text, sec_num = st, tonum(st) end
-  local sec = sec_num
-  local sub = usec % 1000
-  return sec, usec * 1000, sec * 1000 + (usec - sub) / 1000, sub * 1000
 end
 
 fast['fw.incr'] = function(keys, argv)
@@ -2744,8 +2724,10 @@ fast['fw.incr'] = function(keys, argv)
   -- and a window below 1e15 ns. sub_n is now's nanoseconds past its ms.
   local now_s, now_n, now_ms, sub_n = clock()
   if not (now_s < 9000000000) then return nil end
-  -- store.integer: a count in plain digits (plain_count); store.expire_ms
-  -- (live_count, flat): 0 and no expiry when absent or expired.
+  -- store.integer and store.expire_ms for a counter in plain digits
+  -- (plain_count), as fixed.decide takes it: the count and the expiry, 0
+  -- and none when absent or expired; anything else, and a counter without
+  -- TTL (its repair is the layered path's), goes to the layered path.
   local key = keys[1]
   local count, exp_ms = 0, nil
   local v = rpcall('GET', key)
@@ -2759,7 +2741,8 @@ fast['fw.incr'] = function(keys, argv)
     if now_ms >= exp_ms then count, exp_ms = 0, nil end
   end
   -- fixed.decide: the window's end (new_window_end_ms for a rolling
-  -- window), then until_ms (until_end, flat).
+  -- window), then until_ms (end_ms * 1e6 - now) in its usual range, as a
+  -- pair clamped at 0 (beyond it, the layered path).
   local end_ms = exp_ms
   if not end_ms then
     local es, en = now_s + fw[2], now_n + fw[3]
@@ -2957,22 +2940,42 @@ fast['cl.throttleall'] = function(keys, argv)
   local k1, k2 = keys[1], keys[2]
   if not k2 or keys[3] or k1 == k2 then return nil end
   if argv[1] ~= 'GCRA' or argv[5] ~= 'FW' then return nil end
+  -- The limiters: cached_by_words' hits, else cached_by_words.
   local align, fw = argv[8], nil
   if align then
     if align ~= 'ALIGN' or argv[9] then return nil end
-    fw = cached_by_words('A', argv[6], argv[7], 2)
+    fw = by_words.A[argv[6]]
+    fw = fw and fw[argv[7]]
+    fw = fw and fw[2]
+    if fw == nil then fw = cached_by_words('A', argv[6], argv[7], 2) end
   elseif argv[7] then
-    fw = cached_by_words('F', argv[6], argv[7], 0)
+    fw = by_words.F[argv[6]]
+    fw = fw and fw[argv[7]]
+    fw = fw and fw[0]
+    if fw == nil then fw = cached_by_words('F', argv[6], argv[7], 0) end
   end
   if not fw then return nil end
-  local g = cached_by_words('G', argv[2], argv[3], argv[4])
+  local g = by_words.G[argv[2]]
+  g = g and g[argv[3]]
+  g = g and g[argv[4]]
+  if g == nil then g = cached_by_words('G', argv[2], argv[3], argv[4]) end
   if not g then return nil end
-  local now_s, now_n, now_ms = store.now()
+  local now_s, now_n, now_ms, sub_n = clock()
   if not (now_s < 9000000000) then return nil end
   local rel = tat_rel(k1, now_s, now_n)
   if not rel then return nil end
-  local count, exp_ms = live_count(k2, now_ms)
-  if not count then return nil end
+  -- The counter and its expiry, as FW.INCR's flat path reads them.
+  local count, exp_ms = 0, nil
+  local v = rpcall('GET', k2)
+  if v then
+    count = counts[v] or plain_count(v)
+    if not count then return nil end
+    exp_ms = has_pexpiretime and rpcall('PEXPIRETIME', k2)
+    if ltype(exp_ms) ~= 'number' then exp_ms = expire_ms(k2, now_ms)
+    elseif exp_ms < 0 then exp_ms = nil end
+    if not exp_ms then return nil end
+    if now_ms >= exp_ms then count, exp_ms = 0, nil end
+  end
   -- gcra.decide's fast path, quantity 1.
   local e, t = g[1], g[2]
   local new_rel = (rel > 0 and rel or 0) + e
@@ -2982,12 +2985,14 @@ fast['cl.throttleall'] = function(keys, argv)
   if g_limited then ttl = rel > 0 and rel or 0 end
   local g_rem, x = 0, t - ttl
   if x > 0 then
-    if e >= 1000 then g_rem = floor(floor(x / 1000) / floor(e / 1000)) else g_rem = floor(x / e) end
+    if e >= 1000 then x = x / 1000; g_rem = (x - x % 1) / g[4] else g_rem = x / e end
+    g_rem = g_rem - g_rem % 1
     if g_rem > g[3] then g_rem = g[3] end
   end
   local g_rs, g_rn
   if g_limited and e <= t then
-    g_rs = floor(allow_rel / B)
+    g_rs = allow_rel / B
+    g_rs = g_rs - g_rs % 1
     g_rn = allow_rel - g_rs * B
   end
   -- fixed.decide, quantity 1: the window's end (a rolling window's, or
@@ -2998,13 +3003,21 @@ fast['cl.throttleall'] = function(keys, argv)
       local w = fw[2]
       end_ms = (now_s - now_s % w + w) * 1000
     else
-      local es, en = padd(now_s, now_n, fw[2], fw[3])
-      end_ms = es * 1000 + floor(en / 1000000)
-      if en % 1000000 > 0 then end_ms = end_ms + 1 end
+      local es, en = now_s + fw[2], now_n + fw[3]
+      if en >= B then es, en = es + 1, en - B end
+      local r = en % 1000000
+      end_ms = es * 1000 + (en - r) / 1000000
+      if r > 0 then end_ms = end_ms + 1 end
     end
   end
-  local us, un = until_end(end_ms, now_ms, now_n)
-  if not us then return nil end
+  -- until_ms, as FW.INCR's flat path works it out.
+  local d = end_ms - now_ms
+  if not (d < 9e9 and d > -9e9) then return nil end
+  local ux = d * 1000000 - sub_n
+  local us = ux / B
+  us = us - us % 1
+  local un = 0
+  if us < 0 then us = 0 else un = ux - us * B end
   local limit = fw[1]
   local after, f_limited, f_rs, f_rn = count, false, nil, nil
   if not (limit > 0 and 1 <= limit) then
@@ -3025,15 +3038,17 @@ fast['cl.throttleall'] = function(keys, argv)
   elseif g_limited then
     if g_rs == nil then second = false
     elseif f_rs == nil then second = true
-    else second = plt(g_rs, g_rn, f_rs, f_rn) end
+    else second = g_rs < f_rs or (g_rs == f_rs and g_rn < f_rn) end
   else
     second = f_rem < g_rem
   end
   -- limiter.apply: both writes when both allow.
+  local ttl_s = ttl / B
+  ttl_s = ttl_s - ttl_s % 1
   if not (g_limited or f_limited) then
-    local ttl_s = floor(ttl / B)
     local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
-    store.set(k1, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+    local ttl_ms = ttl / 1000000
+    store.set(k1, ptostr(nts, ntn), now_ms + ttl_ms - ttl_ms % 1, nil, now_ms)
     -- The counter: on a live one INCRBY writes what SET ... KEEPTTL
     -- would (as FW.INCR's flat path does), with no number to write out;
     -- a fresh window holds 1.
@@ -3043,14 +3058,14 @@ fast['cl.throttleall'] = function(keys, argv)
   if second then
     local reset = 0
     if after > 0 then reset = un >= 1000000 and us + 1 or us end
+    -- whole_seconds_rounded_up (of times at or after now).
     local retry = -1
-    if f_rs then retry = whole_seconds_rounded_up(f_rs, f_rn) end
+    if f_rs then retry = f_rn >= 1000000 and f_rs + 1 or f_rs end
     return { f_limited and 1 or 0, limit, f_rem, retry, reset, 2 }
   end
-  local ttl_s = floor(ttl / B)
   local reset = ttl - ttl_s * B >= 1000000 and ttl_s + 1 or ttl_s
   local retry = -1
-  if g_rs then retry = whole_seconds_rounded_up(g_rs, g_rn) end
+  if g_rs then retry = g_rn >= 1000000 and g_rs + 1 or g_rs end
   return { g_limited and 1 or 0, g[3], g_rem, retry, reset, 1 }
 end
 
