@@ -1530,27 +1530,32 @@ end
 -- its seconds, kept by their number (a limit's expiries share their
 -- seconds from call to call; bounded), and its last three digits, each
 -- made once. Any other number goes as it did: below 1e15 as the number.
-local ms_secs, ms_secs_n, ms_digits = {}, 0, {}
-local function ms_text(ms)
-  if not (ms >= 1000 and ms < 1e15) then
-    if ms < 1e15 then return ms end
-    return sformat('%.0f', ms)
+-- (Its caches are locals of a block: the chunk's top level, which the
+-- client packages extend, holds at most 200 locals.)
+local ms_text
+do
+  local ms_secs, ms_secs_n, ms_digits = {}, 0, {}
+  ms_text = function(ms)
+    if not (ms >= 1000 and ms < 1e15) then
+      if ms < 1e15 then return ms end
+      return sformat('%.0f', ms)
+    end
+    local m = ms % 1000
+    local d = ms_digits[m]
+    if not d then
+      if m % 1 ~= 0 then return ms end
+      d = sformat('%03d', m)
+      ms_digits[m] = d
+    end
+    local s = (ms - m) / 1000
+    local st = ms_secs[s]
+    if not st then
+      st = tostr(s)
+      if ms_secs_n >= 1024 then ms_secs, ms_secs_n = {}, 0 end
+      ms_secs[s], ms_secs_n = st, ms_secs_n + 1
+    end
+    return st .. d
   end
-  local m = ms % 1000
-  local d = ms_digits[m]
-  if not d then
-    if m % 1 ~= 0 then return ms end
-    d = sformat('%03d', m)
-    ms_digits[m] = d
-  end
-  local s = (ms - m) / 1000
-  local st = ms_secs[s]
-  if not st then
-    st = tostr(s)
-    if ms_secs_n >= 1024 then ms_secs, ms_secs_n = {}, 0 end
-    ms_secs[s], ms_secs_n = st, ms_secs_n + 1
-  end
-  return st .. d
 end
 
 -- Stores `value` expiring at `exp_ms`. `current_ms` is the expiry found:
@@ -2788,146 +2793,150 @@ fast['fw.incr'] = function(keys, argv)
   return { limited, limit, rem, retry, reset }
 end
 
--- A log's head and first entry read as numbers: "\0SWE" as a big-endian
--- 32-bit integer, the base (7 bytes), the entry's seconds (5),
--- nanoseconds (4) and cumulated quantity (7): one struct.unpack.
-local SWE_NUMBER = 5461829
-local HEAD_AND_ENTRY = '>I4I7I5I4I7'
-local ONE_ENTRY = '>I5I4I7'
-local log_bytes_text
+do
+  -- (A block: its locals leave the chunk's top level, which holds at most
+  -- 200 and which the client packages extend.)
+  -- A log's head and first entry read as numbers: "\0SWE" as a big-endian
+  -- 32-bit integer, the base (7 bytes), the entry's seconds (5),
+  -- nanoseconds (4) and cumulated quantity (7): one struct.unpack.
+  local SWE_NUMBER = 5461829
+  local HEAD_AND_ENTRY = '>I4I7I5I4I7'
+  local ONE_ENTRY = '>I5I4I7'
+  local log_bytes_text
 
--- SW.ALLOW's commonest call, on a log whose entries are in time order (as
--- sliding.record keeps them) and all within the window (or on no log):
--- sliding.decide needs then only the first entry (after now - window: no
--- entry to drop, so the quantity in the window is the newest entry's
--- cumulated quantity over the base) and the newest, two struct.unpack
--- calls where its binary searches make one a step; and sliding.record
--- appends the new entry. Any other log goes through sliding.decide and
--- sliding.record, as before.
-fast['sw.allow'] = function(keys, argv)
-  if #keys ~= 1 then return nil end
-  -- sliding_command / grammar.options: `[quantity] [MS]`, no APPROX.
-  local q, ms, w = 1, false, argv[3]
-  if w then
-    q = not argv[4] and quantities[w]
-    if not q then q, ms = plain_options(argv, 3) end
-    if not q then return nil end
-  end
-  -- sliding_of: only an exact log parsed before (cached_by_words' hit).
-  local lim = by_words.S[argv[1]]
-  lim = lim and lim[argv[2]]
-  lim = lim and lim[1]
-  if lim == nil then lim = cached_by_words('S', argv[1], argv[2], 1) end
-  if not lim then return nil end
-  local limit, ws, wn = lim[1], lim[2], lim[3]
-  -- store.now; limiter.check.
-  local now_s, now_n, now_ms = clock()
-  if past_i64(now_s, now_n, ws, wn) then return nil end
-  -- window_state: an exact log of the twin (anything else: the layered
-  -- path, which answers every error). store.get_bounded: a log too long
-  -- to be one the functions serve is the layered path's error. (Its
-  -- bounds go as text: a number is written out by the server.)
-  local key = keys[1]
-  if not log_bytes_text then log_bytes_text = tostr(sliding.MAX_BYTES) end
-  local v = rpcall('GETRANGE', key, '0', log_bytes_text)
-  -- An error reply is a table, whose length is 0.
-  local len = #v
-  local base, s1, n1, c1, ls, ln, lc
-  if len == 0 then
-    if v ~= '' or rcall('EXISTS', key) ~= 0 then return nil end
-    v = nil
-  elseif len >= 27 and len <= sliding.MAX_BYTES and (len - 11) % 16 == 0 then
-    local magic
-    magic, base, s1, n1, c1 = sunpack(HEAD_AND_ENTRY, v, 1)
-    if magic ~= SWE_NUMBER then return nil end
-    if len == 27 then ls, ln, lc = s1, n1, c1 else ls, ln, lc = sunpack(ONE_ENTRY, v, len - 15) end
-  else
-    return nil
-  end
-  -- sliding.decide's cutoff (now - window; no saturation for a window
-  -- below 1e9 s), and whether the first entry is after it.
-  local cs, cn = now_s - ws, now_n - wn
-  if cn < 0 then cs, cn = cs - 1, cn + B end
-  if v and (ws >= 1000000000 or not (s1 > cs or (s1 == cs and n1 > cn)) or lc >= 9007199254740992
-      or base >= 9007199254740992) then
-    -- Entries to drop, or an extreme log: sliding.decide and
-    -- sliding.record, which answer every log.
-    local n = (len - 11) / 16
-    local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
-    if at_s then
-      local v2, exp = sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
-      store.set(key, v2, exp, nil, now_ms)
+  -- SW.ALLOW's commonest call, on a log whose entries are in time order (as
+  -- sliding.record keeps them) and all within the window (or on no log):
+  -- sliding.decide needs then only the first entry (after now - window: no
+  -- entry to drop, so the quantity in the window is the newest entry's
+  -- cumulated quantity over the base) and the newest, two struct.unpack
+  -- calls where its binary searches make one a step; and sliding.record
+  -- appends the new entry. Any other log goes through sliding.decide and
+  -- sliding.record, as before.
+  fast['sw.allow'] = function(keys, argv)
+    if #keys ~= 1 then return nil end
+    -- sliding_command / grammar.options: `[quantity] [MS]`, no APPROX.
+    local q, ms, w = 1, false, argv[3]
+    if w then
+      q = not argv[4] and quantities[w]
+      if not q then q, ms = plain_options(argv, 3) end
+      if not q then return nil end
     end
-    return to_reply(verdict_, ms)
-  end
-  -- sliding.decide with no entry at or before the cutoff: the quantity
-  -- in the window, the newest entry's time when live.
-  local in_window, live = 0, false
-  if v then
-    in_window = lc - base
-    live = cs < ls or (cs == ls and cn < ln)
-  end
-  local limited, retry = 1, -1
-  local used, ns_, nn = in_window, nil, nil
-  if live then ns_, nn = ls, ln end
-  if not (limit > 0 and q <= limit) then
-    -- never: no retry time.
-  elseif in_window + q <= limit then
-    limited = 0
-    if q > 0 then
-      -- The request's time: now, or the newest entry's when later (a
-      -- clock that stepped back). sliding.record: the entry appended
-      -- (no entry to drop at now - window: none is at or before the
-      -- cutoff), or the first one of a new log; its expiry.
-      local at_s, at_n = now_s, now_n
-      local out
-      if v and (ls > at_s or (ls == at_s and ln > at_n)) then
-        at_s, at_n = ls, ln
-        out = sliding.record(v, (len - 11) / 16, base, ws, wn, at_s, at_n, q, nil)
-      elseif v and lc + q < 9007199254740992 then
-        out = v .. spack(ONE_ENTRY, at_s, at_n, lc + q)
-      elseif v then
-        out = sliding.record(v, (len - 11) / 16, base, ws, wn, at_s, at_n, q, 0)
-      else
-        out = spack(HEAD_AND_ENTRY, SWE_NUMBER, 0, at_s, at_n, q)
-      end
-      used, ns_, nn = in_window + q, at_s, at_n
-      local es, en = at_s + ws, at_n + wn
-      if en >= B then es, en = es + 1, en - B end
-      store.set(key, out, es * 1000 + (en - en % 1000000) / 1000000, nil, now_ms)
-    end
-  else
-    -- limited: the time that frees enough, the first entry whose
-    -- cumulated quantity reaches the base plus what must go (reaching).
-    local target = base + in_window - (limit - q)
-    local ts, tn
-    if target <= c1 then
-      ts, tn = s1, n1
+    -- sliding_of: only an exact log parsed before (cached_by_words' hit).
+    local lim = by_words.S[argv[1]]
+    lim = lim and lim[argv[2]]
+    lim = lim and lim[1]
+    if lim == nil then lim = cached_by_words('S', argv[1], argv[2], 1) end
+    if not lim then return nil end
+    local limit, ws, wn = lim[1], lim[2], lim[3]
+    -- store.now; limiter.check.
+    local now_s, now_n, now_ms = clock()
+    if past_i64(now_s, now_n, ws, wn) then return nil end
+    -- window_state: an exact log of the twin (anything else: the layered
+    -- path, which answers every error). store.get_bounded: a log too long
+    -- to be one the functions serve is the layered path's error. (Its
+    -- bounds go as text: a number is written out by the server.)
+    local key = keys[1]
+    if not log_bytes_text then log_bytes_text = tostr(sliding.MAX_BYTES) end
+    local v = rpcall('GETRANGE', key, '0', log_bytes_text)
+    -- An error reply is a table, whose length is 0.
+    local len = #v
+    local base, s1, n1, c1, ls, ln, lc
+    if len == 0 then
+      if v ~= '' or rcall('EXISTS', key) ~= 0 then return nil end
+      v = nil
+    elseif len >= 27 and len <= sliding.MAX_BYTES and (len - 11) % 16 == 0 then
+      local magic
+      magic, base, s1, n1, c1 = sunpack(HEAD_AND_ENTRY, v, 1)
+      if magic ~= SWE_NUMBER then return nil end
+      if len == 27 then ls, ln, lc = s1, n1, c1 else ls, ln, lc = sunpack(ONE_ENTRY, v, len - 15) end
     else
-      local n = (len - 11) / 16
-      local j = sliding.reaching(v, 0, n, target)
-      if j <= n then ts, tn = sliding.entry(v, j) else ts, tn = now_s, now_n end
+      return nil
     end
-    local rs, rn = ts + ws, tn + wn
-    if rn >= B then rs, rn = rs + 1, rn - B end
-    rs, rn = rs - now_s, rn - now_n
-    if rn < 0 then rs, rn = rs - 1, rn + B end
-    if rs < 0 or (rs == 0 and rn < 1) then rs, rn = 0, 1 end
-    if ms then retry = unit_of(true, rs, rn) else retry = rn >= 1000000 and rs + 1 or rs end
+    -- sliding.decide's cutoff (now - window; no saturation for a window
+    -- below 1e9 s), and whether the first entry is after it.
+    local cs, cn = now_s - ws, now_n - wn
+    if cn < 0 then cs, cn = cs - 1, cn + B end
+    if v and (ws >= 1000000000 or not (s1 > cs or (s1 == cs and n1 > cn)) or lc >= 9007199254740992
+        or base >= 9007199254740992) then
+      -- Entries to drop, or an extreme log: sliding.decide and
+      -- sliding.record, which answer every log.
+      local n = (len - 11) / 16
+      local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
+      if at_s then
+        local v2, exp = sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
+        store.set(key, v2, exp, nil, now_ms)
+      end
+      return to_reply(verdict_, ms)
+    end
+    -- sliding.decide with no entry at or before the cutoff: the quantity
+    -- in the window, the newest entry's time when live.
+    local in_window, live = 0, false
+    if v then
+      in_window = lc - base
+      live = cs < ls or (cs == ls and cn < ln)
+    end
+    local limited, retry = 1, -1
+    local used, ns_, nn = in_window, nil, nil
+    if live then ns_, nn = ls, ln end
+    if not (limit > 0 and q <= limit) then
+      -- never: no retry time.
+    elseif in_window + q <= limit then
+      limited = 0
+      if q > 0 then
+        -- The request's time: now, or the newest entry's when later (a
+        -- clock that stepped back). sliding.record: the entry appended
+        -- (no entry to drop at now - window: none is at or before the
+        -- cutoff), or the first one of a new log; its expiry.
+        local at_s, at_n = now_s, now_n
+        local out
+        if v and (ls > at_s or (ls == at_s and ln > at_n)) then
+          at_s, at_n = ls, ln
+          out = sliding.record(v, (len - 11) / 16, base, ws, wn, at_s, at_n, q, nil)
+        elseif v and lc + q < 9007199254740992 then
+          out = v .. spack(ONE_ENTRY, at_s, at_n, lc + q)
+        elseif v then
+          out = sliding.record(v, (len - 11) / 16, base, ws, wn, at_s, at_n, q, 0)
+        else
+          out = spack(HEAD_AND_ENTRY, SWE_NUMBER, 0, at_s, at_n, q)
+        end
+        used, ns_, nn = in_window + q, at_s, at_n
+        local es, en = at_s + ws, at_n + wn
+        if en >= B then es, en = es + 1, en - B end
+        store.set(key, out, es * 1000 + (en - en % 1000000) / 1000000, nil, now_ms)
+      end
+    else
+      -- limited: the time that frees enough, the first entry whose
+      -- cumulated quantity reaches the base plus what must go (reaching).
+      local target = base + in_window - (limit - q)
+      local ts, tn
+      if target <= c1 then
+        ts, tn = s1, n1
+      else
+        local n = (len - 11) / 16
+        local j = sliding.reaching(v, 0, n, target)
+        if j <= n then ts, tn = sliding.entry(v, j) else ts, tn = now_s, now_n end
+      end
+      local rs, rn = ts + ws, tn + wn
+      if rn >= B then rs, rn = rs + 1, rn - B end
+      rs, rn = rs - now_s, rn - now_n
+      if rn < 0 then rs, rn = rs - 1, rn + B end
+      if rs < 0 or (rs == 0 and rn < 1) then rs, rn = 0, 1 end
+      if ms then retry = unit_of(true, rs, rn) else retry = rn >= 1000000 and rs + 1 or rs end
+    end
+    local rem = limit - used
+    if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
+    -- to_reply's reset: until the newest entry leaves the window.
+    local reset = 0
+    if ns_ then
+      local ts, tn = ns_ + ws, nn + wn
+      if tn >= B then ts, tn = ts + 1, tn - B end
+      ts, tn = ts - now_s, tn - now_n
+      if tn < 0 then ts, tn = ts - 1, tn + B end
+      if ts < 0 then ts, tn = 0, 0 end
+      if ms then reset = unit_of(true, ts, tn) else reset = tn >= 1000000 and ts + 1 or ts end
+    end
+    return { limited, limit, rem, retry, reset }
   end
-  local rem = limit - used
-  if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
-  -- to_reply's reset: until the newest entry leaves the window.
-  local reset = 0
-  if ns_ then
-    local ts, tn = ns_ + ws, nn + wn
-    if tn >= B then ts, tn = ts + 1, tn - B end
-    ts, tn = ts - now_s, tn - now_n
-    if tn < 0 then ts, tn = ts - 1, tn + B end
-    if ts < 0 then ts, tn = 0, 0 end
-    if ms then reset = unit_of(true, ts, tn) else reset = tn >= 1000000 and ts + 1 or ts end
-  end
-  return { limited, limit, rem, retry, reset }
 end
 
 -- CL.THROTTLEALL's commonest form: two keys, `GCRA max_burst count period

@@ -90,27 +90,32 @@ end
 -- its seconds, kept by their number (a limit's expiries share their
 -- seconds from call to call; bounded), and its last three digits, each
 -- made once. Any other number goes as it did: below 1e15 as the number.
-local ms_secs, ms_secs_n, ms_digits = {}, 0, {}
-local function ms_text(ms)
-  if not (ms >= 1000 and ms < 1e15) then
-    if ms < 1e15 then return ms end
-    return sformat('%.0f', ms)
+-- (Its caches are locals of a block: the chunk's top level, which the
+-- client packages extend, holds at most 200 locals.)
+local ms_text
+do
+  local ms_secs, ms_secs_n, ms_digits = {}, 0, {}
+  ms_text = function(ms)
+    if not (ms >= 1000 and ms < 1e15) then
+      if ms < 1e15 then return ms end
+      return sformat('%.0f', ms)
+    end
+    local m = ms % 1000
+    local d = ms_digits[m]
+    if not d then
+      if m % 1 ~= 0 then return ms end
+      d = sformat('%03d', m)
+      ms_digits[m] = d
+    end
+    local s = (ms - m) / 1000
+    local st = ms_secs[s]
+    if not st then
+      st = tostr(s)
+      if ms_secs_n >= 1024 then ms_secs, ms_secs_n = {}, 0 end
+      ms_secs[s], ms_secs_n = st, ms_secs_n + 1
+    end
+    return st .. d
   end
-  local m = ms % 1000
-  local d = ms_digits[m]
-  if not d then
-    if m % 1 ~= 0 then return ms end
-    d = sformat('%03d', m)
-    ms_digits[m] = d
-  end
-  local s = (ms - m) / 1000
-  local st = ms_secs[s]
-  if not st then
-    st = tostr(s)
-    if ms_secs_n >= 1024 then ms_secs, ms_secs_n = {}, 0 end
-    ms_secs[s], ms_secs_n = st, ms_secs_n + 1
-  end
-  return st .. d
 end
 
 -- Stores `value` expiring at `exp_ms`. `current_ms` is the expiry found:
