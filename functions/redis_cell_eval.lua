@@ -947,6 +947,7 @@ local function reaching(v, from, n, target)
   end
   return lo
 end
+sliding.reaching = reaching
 
 -- Decides a request (core SlidingWindow::decide) on the log `v` (nil for
 -- an absent key) of `n` entries above `base` (sliding.open). `limit` is a double, `ws/wn` the window, `q` the
@@ -1522,12 +1523,39 @@ function store.expire_ms(key, now_ms)
   return now_ms + ttl
 end
 
--- An absolute time in ms as redis.call takes it. A whole number below
--- 1e15 goes as a number: every server writes it out in full digits (6.2
--- and 7.0 with %.17g, later ones as an integer), and no Lua string is made.
-local function ms_text(ms)
-  if ms < 1e15 then return ms end
-  return sformat('%.0f', ms)
+-- An absolute time in ms as redis.call takes it: its decimal text. A
+-- number handed to redis.call is written out by the server (6.2 and 7.0
+-- with snprintf's %.17g, about 2,700 instructions on 7.0, a call's worth
+-- of work); so a whole number of ms from 1000 to 1e15 goes as the text of
+-- its seconds, kept by their number (a limit's expiries share their
+-- seconds from call to call; bounded), and its last three digits, each
+-- made once. Any other number goes as it did: below 1e15 as the number.
+-- (Its caches are locals of a block: the chunk's top level, which the
+-- client packages extend, holds at most 200 locals.)
+local ms_text
+do
+  local ms_secs, ms_secs_n, ms_digits = {}, 0, {}
+  ms_text = function(ms)
+    if not (ms >= 1000 and ms < 1e15) then
+      if ms < 1e15 then return ms end
+      return sformat('%.0f', ms)
+    end
+    local m = ms % 1000
+    local d = ms_digits[m]
+    if not d then
+      if m % 1 ~= 0 then return ms end
+      d = sformat('%03d', m)
+      ms_digits[m] = d
+    end
+    local s = (ms - m) / 1000
+    local st = ms_secs[s]
+    if not st then
+      st = tostr(s)
+      if ms_secs_n >= 1024 then ms_secs, ms_secs_n = {}, 0 end
+      ms_secs[s], ms_secs_n = st, ms_secs_n + 1
+    end
+    return st .. d
+  end
 end
 
 -- Stores `value` expiring at `exp_ms`. `current_ms` is the expiry found:
@@ -2426,6 +2454,14 @@ end, nil, 'keys' }
 -- anything and the layered path answers (every error comes from there).
 -- Each step below names the layered function whose arithmetic it
 -- repeats, operation for operation.
+--
+-- FW.INCR, SW.ALLOW and CL.THROTTLEALL are written out in one function
+-- each, their helpers inlined: a Lua function call costs the server a
+-- couple of hundred machine instructions, math.floor (a C call) more
+-- than x - x % 1, and a call of FW.INCR's script costs 40,000 in all.
+-- SW.ALLOW reads a log's first and newest entries only (two
+-- struct.unpack calls) when no entry leaves the window, and appends the
+-- new one.
 
 local fast = {}
 
@@ -2440,11 +2476,12 @@ local fast = {}
 local by_words, by_words_n = { G = {}, F = {}, A = {}, S = {} }, 0
 
 local prepared = {
-  -- gcra.decide's fast path: the interval and tolerance as doubles.
+  -- gcra.decide's fast path: the interval and tolerance as doubles,
+  -- the limit, and the interval's whole microseconds (floor(e / 1000)).
   G = function(lim)
     local g = lim[2]
     if not g[6] then return false end
-    return { g[6], g[7], g[5] }
+    return { g[6], g[7], g[5], floor(g[6] / 1000) }
   end,
   -- A rolling window below 1e15 ns: limit, window (a pair).
   F = function(lim)
@@ -2584,13 +2621,26 @@ local function seconds_of(st)
   return s
 end
 
+-- store.now, flat: TIME's seconds as store.now keeps them (sec_text,
+-- sec_num), its microseconds, and now in ns (a pair) and in ms.
+-- (floor(x) is x - x % 1 here and below: one VM instruction where
+-- math.floor is a C call.)
+local function clock()
+  local t = rcall('TIME')
+  local st, usec = t[1], tonum(t[2])
+  if st ~= sec_text then sec_text, sec_num = st, tonum(st) end
+  local sec = sec_num
+  local sub = usec % 1000
+  return sec, usec * 1000, sec * 1000 + (usec - sub) / 1000, sub * 1000
+end
+
 -- store.integer for a TAT in canonical digits (integer() reads them so):
 -- the TAT relative to now in ns when within a day of now (gcra.decide's
 -- fast path), 0 for an absent key; nil for anything else.
 local function tat_rel(key, now_s, now_n)
   local v = rpcall('GET', key)
   if not v then return 0 end
-  if ltype(v) ~= 'string' then return nil end
+  -- An error reply (WRONGTYPE) is a table, whose length is 0.
   local len = #v
   if len < 10 or len > 19 then return nil end
   local s = seconds_of(ssub(v, 1, len - 9))
@@ -2600,32 +2650,6 @@ local function tat_rel(key, now_s, now_n)
   local ds = s - now_s
   if ds > 86400 or ds < -86400 then return nil end
   return ds * B + (tonum(nt) - now_n)
-end
-
--- store.integer and store.expire_ms for a counter in plain digits, as
--- fixed.decide takes it: the count and the expiry (0 and nil when absent
--- or expired); nil for anything else, and for a counter without TTL
--- (its repair is the layered path's).
-local function live_count(key, now_ms)
-  local v = rpcall('GET', key)
-  if not v then return 0 end
-  local count = plain_count(v)
-  if not count then return nil end
-  local exp_ms = expire_ms(key, now_ms)
-  if not exp_ms then return nil end
-  if now_ms >= exp_ms then return 0 end
-  return count, exp_ms
-end
-
--- fixed.decide's until_ms (end_ms * 1e6 - now) in its usual range, as a
--- pair clamped at 0; nil beyond it.
-local function until_end(end_ms, now_ms, now_n)
-  local d = end_ms - now_ms
-  if not (d < 9e9 and d > -9e9) then return nil end
-  local x = d * 1000000 - now_n % 1000000
-  local us = floor(x / B)
-  if us < 0 then return 0, 0 end
-  return us, x - us * B
 end
 
 fast['cl.throttle'] = function(keys, argv)
@@ -2641,7 +2665,7 @@ fast['cl.throttle'] = function(keys, argv)
   if inc >= 1e15 then return nil end
   -- store.now; limiter.check (gcra.check) holds for a clock below 9e9 s
   -- and a tolerance below 1e15 ns.
-  local now_s, now_n, now_ms = store.now()
+  local now_s, now_n, now_ms = clock()
   if not (now_s < 9000000000) then return nil end
   -- store.integer: a TAT in canonical digits (integer() reads them so),
   -- split into its seconds and nanoseconds by one match;
@@ -2657,10 +2681,12 @@ fast['cl.throttle'] = function(keys, argv)
   if limited then ttl = rel > 0 and rel or 0 end
   local rem, x = 0, t - ttl
   if x > 0 then
-    if e >= 1000 then rem = floor(floor(x / 1000) / floor(e / 1000)) else rem = floor(x / e) end
+    if e >= 1000 then x = x / 1000; rem = (x - x % 1) / g[4] else rem = x / e end
+    rem = rem - rem % 1
     if rem > g[3] then rem = g[3] end
   end
-  local ttl_s = floor(ttl / B)
+  local ttl_s = ttl / B
+  ttl_s = ttl_s - ttl_s % 1
   local ttl_n = ttl - ttl_s * B
   -- to_reply: reset, then retry.
   local reset
@@ -2669,108 +2695,248 @@ fast['cl.throttle'] = function(keys, argv)
   if limited then
     local retry = -1
     if inc <= t then
-      local rs = floor(allow_rel / B)
+      local rs = allow_rel / B
+      rs = rs - rs % 1
       retry = unit_of(ms, rs, allow_rel - rs * B)
     end
     return { 1, g[3], rem, retry, reset }
   end
   -- limiter.apply: store.set with gcra.decide's new TAT and expiry.
   local nts, ntn = padd(now_s, now_n, ttl_s, ttl_n)
-  store.set(key, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+  local ttl_ms = ttl / 1000000
+  store.set(key, ptostr(nts, ntn), now_ms + ttl_ms - ttl_ms % 1, nil, now_ms)
   return { 0, g[3], rem, -1, reset }
 end
 
 fast['fw.incr'] = function(keys, argv)
   if #keys ~= 1 then return nil end
-  -- fixed_command / grammar.options.
-  local q, ms = plain_options(argv, 3)
-  if not q then return nil end
-  -- fixed_of: only a rolling window parsed before (cached_limiter's hit).
-  local fw = cached_by_words('F', argv[1], argv[2], 0)
+  -- fixed_command / grammar.options: a quantity word alone is the usual
+  -- call (plain_quantity's hit); anything else goes by plain_options.
+  local q, ms, w = 1, false, argv[3]
+  if w then
+    q = not argv[4] and quantities[w]
+    if not q then q, ms = plain_options(argv, 3) end
+    if not q then return nil end
+  end
+  -- fixed_of: only a rolling window parsed before (cached_by_words' hit,
+  -- else cached_by_words).
+  local fw = by_words.F[argv[1]]
+  fw = fw and fw[argv[2]]
+  fw = fw and fw[0]
+  if fw == nil then fw = cached_by_words('F', argv[1], argv[2], 0) end
   if not fw then return nil end
   -- store.now; limiter.check (fixed.check) holds for a clock below 9e9 s
-  -- and a window below 1e15 ns.
-  local now_s, now_n, now_ms = store.now()
+  -- and a window below 1e15 ns. sub_n is now's nanoseconds past its ms.
+  local now_s, now_n, now_ms, sub_n = clock()
   if not (now_s < 9000000000) then return nil end
-  -- store.integer: a count in plain digits; store.expire_ms.
+  -- store.integer and store.expire_ms for a counter in plain digits
+  -- (plain_count), as fixed.decide takes it: the count and the expiry, 0
+  -- and none when absent or expired; anything else, and a counter without
+  -- TTL (its repair is the layered path's), goes to the layered path.
   local key = keys[1]
-  local count, exp_ms = live_count(key, now_ms)
-  if not count then return nil end
+  local count, exp_ms = 0, nil
+  local v = rpcall('GET', key)
+  if v then
+    count = counts[v] or plain_count(v)
+    if not count then return nil end
+    exp_ms = has_pexpiretime and rpcall('PEXPIRETIME', key)
+    if ltype(exp_ms) ~= 'number' then exp_ms = expire_ms(key, now_ms)
+    elseif exp_ms < 0 then exp_ms = nil end
+    if not exp_ms then return nil end
+    if now_ms >= exp_ms then count, exp_ms = 0, nil end
+  end
   -- fixed.decide: the window's end (new_window_end_ms for a rolling
-  -- window), then until_ms.
+  -- window), then until_ms (end_ms * 1e6 - now) in its usual range, as a
+  -- pair clamped at 0 (beyond it, the layered path).
   local end_ms = exp_ms
   if not end_ms then
-    local es, en = padd(now_s, now_n, fw[2], fw[3])
-    end_ms = es * 1000 + floor(en / 1000000)
-    if en % 1000000 > 0 then end_ms = end_ms + 1 end
+    local es, en = now_s + fw[2], now_n + fw[3]
+    if en >= B then es, en = es + 1, en - B end
+    local r = en % 1000000
+    end_ms = es * 1000 + (en - r) / 1000000
+    if r > 0 then end_ms = end_ms + 1 end
   end
-  local us, un = until_end(end_ms, now_ms, now_n)
-  if not us then return nil end
+  local d = end_ms - now_ms
+  if not (d < 9e9 and d > -9e9) then return nil end
+  local x = d * 1000000 - sub_n
+  local us = x / B
+  us = us - us % 1
+  local un = 0
+  if us < 0 then us = 0 else un = x - us * B end
+  -- whole_seconds_rounded_up of it (retry and reset in seconds).
+  local secs = un >= 1000000 and us + 1 or us
   local limit = fw[1]
-  local after, limited, retry = count, false, -1
+  local after, limited, retry = count, 0, -1
   if not (limit > 0 and q <= limit) then
-    limited = true
+    limited = 1
   elseif count + q <= limit then
     after = count + q
     -- limiter.apply: store.set of the count, keeping an unchanged expiry;
     -- on a live counter, INCRBY writes the same value and keeps its TTL.
     if q > 0 then
       if exp_ms then
-        rcall('INCRBY', key, quantity_text(q))
+        rcall('INCRBY', key, quantity_texts[q] or tostr(q))
       else
         -- A fresh window: the count is the quantity.
-        store.set(key, quantity_text(q), end_ms, nil, now_ms)
+        store.set(key, quantity_texts[q] or tostr(q), end_ms, nil, now_ms)
       end
     end
   else
-    limited = true
-    retry = unit_of(ms, us, un)
+    limited = 1
+    if ms then retry = unit_of(true, us, un) else retry = secs end
   end
   local rem = limit - after
   if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
   -- to_reply: reset.
-  local reset
-  if after <= 0 then reset = 0
-  elseif ms then reset = unit_of(true, us, un)
-  else reset = un >= 1000000 and us + 1 or us end
-  return { limited and 1 or 0, limit, rem, retry, reset }
+  local reset = secs
+  if after <= 0 then reset = 0 elseif ms then reset = unit_of(true, us, un) end
+  return { limited, limit, rem, retry, reset }
 end
 
-fast['sw.allow'] = function(keys, argv)
-  if #keys ~= 1 then return nil end
-  -- sliding_command / grammar.options: `[quantity] [MS]`, no APPROX.
-  local q, ms = plain_options(argv, 3)
-  if not q then return nil end
-  -- sliding_of: only an exact log parsed before (cached_limiter's hit).
-  local lim = cached_by_words('S', argv[1], argv[2], 1)
-  if not lim then return nil end
-  local limit, ws, wn = lim[1], lim[2], lim[3]
-  -- store.now; limiter.check.
-  local now_s, now_n, now_ms = store.now()
-  if past_i64(now_s, now_n, ws, wn) then return nil end
-  -- window_state: an exact log of the twin (anything else: the layered
-  -- path, which answers every error).
-  local key = keys[1]
-  -- (store.get_bounded: a log too long to be one the functions serve is
-  -- the layered path's error.)
-  local v = rpcall('GETRANGE', key, 0, sliding.MAX_BYTES)
-  if ltype(v) ~= 'string' or #v > sliding.MAX_BYTES then return nil end
-  local n, base = 0, 0
-  if v ~= '' then
-    n, base = sliding.open(v)
-    if not n then return nil end
-  elseif rcall('EXISTS', key) == 0 then
-    v = nil
-  else
-    return nil
+do
+  -- (A block: its locals leave the chunk's top level, which holds at most
+  -- 200 and which the client packages extend.)
+  -- A log's head and first entry read as numbers: "\0SWE" as a big-endian
+  -- 32-bit integer, the base (7 bytes), the entry's seconds (5),
+  -- nanoseconds (4) and cumulated quantity (7): one struct.unpack.
+  local SWE_NUMBER = 5461829
+  local HEAD_AND_ENTRY = '>I4I7I5I4I7'
+  local ONE_ENTRY = '>I5I4I7'
+  local log_bytes_text
+
+  -- SW.ALLOW's commonest call, on a log whose entries are in time order (as
+  -- sliding.record keeps them) and all within the window (or on no log):
+  -- sliding.decide needs then only the first entry (after now - window: no
+  -- entry to drop, so the quantity in the window is the newest entry's
+  -- cumulated quantity over the base) and the newest, two struct.unpack
+  -- calls where its binary searches make one a step; and sliding.record
+  -- appends the new entry. Any other log goes through sliding.decide and
+  -- sliding.record, as before.
+  fast['sw.allow'] = function(keys, argv)
+    if #keys ~= 1 then return nil end
+    -- sliding_command / grammar.options: `[quantity] [MS]`, no APPROX.
+    local q, ms, w = 1, false, argv[3]
+    if w then
+      q = not argv[4] and quantities[w]
+      if not q then q, ms = plain_options(argv, 3) end
+      if not q then return nil end
+    end
+    -- sliding_of: only an exact log parsed before (cached_by_words' hit).
+    local lim = by_words.S[argv[1]]
+    lim = lim and lim[argv[2]]
+    lim = lim and lim[1]
+    if lim == nil then lim = cached_by_words('S', argv[1], argv[2], 1) end
+    if not lim then return nil end
+    local limit, ws, wn = lim[1], lim[2], lim[3]
+    -- store.now; limiter.check.
+    local now_s, now_n, now_ms = clock()
+    if past_i64(now_s, now_n, ws, wn) then return nil end
+    -- window_state: an exact log of the twin (anything else: the layered
+    -- path, which answers every error). store.get_bounded: a log too long
+    -- to be one the functions serve is the layered path's error. (Its
+    -- bounds go as text: a number is written out by the server.)
+    local key = keys[1]
+    if not log_bytes_text then log_bytes_text = tostr(sliding.MAX_BYTES) end
+    local v = rpcall('GETRANGE', key, '0', log_bytes_text)
+    -- An error reply is a table, whose length is 0.
+    local len = #v
+    local base, s1, n1, c1, ls, ln, lc
+    if len == 0 then
+      if v ~= '' or rcall('EXISTS', key) ~= 0 then return nil end
+      v = nil
+    elseif len >= 27 and len <= sliding.MAX_BYTES and (len - 11) % 16 == 0 then
+      local magic
+      magic, base, s1, n1, c1 = sunpack(HEAD_AND_ENTRY, v, 1)
+      if magic ~= SWE_NUMBER then return nil end
+      if len == 27 then ls, ln, lc = s1, n1, c1 else ls, ln, lc = sunpack(ONE_ENTRY, v, len - 15) end
+    else
+      return nil
+    end
+    -- sliding.decide's cutoff (now - window; no saturation for a window
+    -- below 1e9 s), and whether the first entry is after it.
+    local cs, cn = now_s - ws, now_n - wn
+    if cn < 0 then cs, cn = cs - 1, cn + B end
+    if v and (ws >= 1000000000 or not (s1 > cs or (s1 == cs and n1 > cn)) or lc >= 9007199254740992
+        or base >= 9007199254740992) then
+      -- Entries to drop, or an extreme log: sliding.decide and
+      -- sliding.record, which answer every log.
+      local n = (len - 11) / 16
+      local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
+      if at_s then
+        local v2, exp = sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
+        store.set(key, v2, exp, nil, now_ms)
+      end
+      return to_reply(verdict_, ms)
+    end
+    -- sliding.decide with no entry at or before the cutoff: the quantity
+    -- in the window, the newest entry's time when live.
+    local in_window, live = 0, false
+    if v then
+      in_window = lc - base
+      live = cs < ls or (cs == ls and cn < ln)
+    end
+    local limited, retry = 1, -1
+    local used, ns_, nn = in_window, nil, nil
+    if live then ns_, nn = ls, ln end
+    if not (limit > 0 and q <= limit) then
+      -- never: no retry time.
+    elseif in_window + q <= limit then
+      limited = 0
+      if q > 0 then
+        -- The request's time: now, or the newest entry's when later (a
+        -- clock that stepped back). sliding.record: the entry appended
+        -- (no entry to drop at now - window: none is at or before the
+        -- cutoff), or the first one of a new log; its expiry.
+        local at_s, at_n = now_s, now_n
+        local out
+        if v and (ls > at_s or (ls == at_s and ln > at_n)) then
+          at_s, at_n = ls, ln
+          out = sliding.record(v, (len - 11) / 16, base, ws, wn, at_s, at_n, q, nil)
+        elseif v and lc + q < 9007199254740992 then
+          out = v .. spack(ONE_ENTRY, at_s, at_n, lc + q)
+        elseif v then
+          out = sliding.record(v, (len - 11) / 16, base, ws, wn, at_s, at_n, q, 0)
+        else
+          out = spack(HEAD_AND_ENTRY, SWE_NUMBER, 0, at_s, at_n, q)
+        end
+        used, ns_, nn = in_window + q, at_s, at_n
+        local es, en = at_s + ws, at_n + wn
+        if en >= B then es, en = es + 1, en - B end
+        store.set(key, out, es * 1000 + (en - en % 1000000) / 1000000, nil, now_ms)
+      end
+    else
+      -- limited: the time that frees enough, the first entry whose
+      -- cumulated quantity reaches the base plus what must go (reaching).
+      local target = base + in_window - (limit - q)
+      local ts, tn
+      if target <= c1 then
+        ts, tn = s1, n1
+      else
+        local n = (len - 11) / 16
+        local j = sliding.reaching(v, 0, n, target)
+        if j <= n then ts, tn = sliding.entry(v, j) else ts, tn = now_s, now_n end
+      end
+      local rs, rn = ts + ws, tn + wn
+      if rn >= B then rs, rn = rs + 1, rn - B end
+      rs, rn = rs - now_s, rn - now_n
+      if rn < 0 then rs, rn = rs - 1, rn + B end
+      if rs < 0 or (rs == 0 and rn < 1) then rs, rn = 0, 1 end
+      if ms then retry = unit_of(true, rs, rn) else retry = rn >= 1000000 and rs + 1 or rs end
+    end
+    local rem = limit - used
+    if rem < 0 then rem = 0 elseif rem > limit then rem = limit end
+    -- to_reply's reset: until the newest entry leaves the window.
+    local reset = 0
+    if ns_ then
+      local ts, tn = ns_ + ws, nn + wn
+      if tn >= B then ts, tn = ts + 1, tn - B end
+      ts, tn = ts - now_s, tn - now_n
+      if tn < 0 then ts, tn = ts - 1, tn + B end
+      if ts < 0 then ts, tn = 0, 0 end
+      if ms then reset = unit_of(true, ts, tn) else reset = tn >= 1000000 and ts + 1 or ts end
+    end
+    return { limited, limit, rem, retry, reset }
   end
-  -- limiter.decide, limiter.apply, to_reply.
-  local _, verdict_, at_s, at_n, dropped = sliding.decide(limit, ws, wn, v, n, base, now_s, now_n, q)
-  if at_s then
-    local v2, exp = sliding.record(v, n, base, ws, wn, at_s, at_n, q, dropped)
-    store.set(key, v2, exp, nil, now_ms)
-  end
-  return to_reply(verdict_, ms)
 end
 
 -- CL.THROTTLEALL's commonest form: two keys, `GCRA max_burst count period
@@ -2783,22 +2949,42 @@ fast['cl.throttleall'] = function(keys, argv)
   local k1, k2 = keys[1], keys[2]
   if not k2 or keys[3] or k1 == k2 then return nil end
   if argv[1] ~= 'GCRA' or argv[5] ~= 'FW' then return nil end
+  -- The limiters: cached_by_words' hits, else cached_by_words.
   local align, fw = argv[8], nil
   if align then
     if align ~= 'ALIGN' or argv[9] then return nil end
-    fw = cached_by_words('A', argv[6], argv[7], 2)
+    fw = by_words.A[argv[6]]
+    fw = fw and fw[argv[7]]
+    fw = fw and fw[2]
+    if fw == nil then fw = cached_by_words('A', argv[6], argv[7], 2) end
   elseif argv[7] then
-    fw = cached_by_words('F', argv[6], argv[7], 0)
+    fw = by_words.F[argv[6]]
+    fw = fw and fw[argv[7]]
+    fw = fw and fw[0]
+    if fw == nil then fw = cached_by_words('F', argv[6], argv[7], 0) end
   end
   if not fw then return nil end
-  local g = cached_by_words('G', argv[2], argv[3], argv[4])
+  local g = by_words.G[argv[2]]
+  g = g and g[argv[3]]
+  g = g and g[argv[4]]
+  if g == nil then g = cached_by_words('G', argv[2], argv[3], argv[4]) end
   if not g then return nil end
-  local now_s, now_n, now_ms = store.now()
+  local now_s, now_n, now_ms, sub_n = clock()
   if not (now_s < 9000000000) then return nil end
   local rel = tat_rel(k1, now_s, now_n)
   if not rel then return nil end
-  local count, exp_ms = live_count(k2, now_ms)
-  if not count then return nil end
+  -- The counter and its expiry, as FW.INCR's flat path reads them.
+  local count, exp_ms = 0, nil
+  local v = rpcall('GET', k2)
+  if v then
+    count = counts[v] or plain_count(v)
+    if not count then return nil end
+    exp_ms = has_pexpiretime and rpcall('PEXPIRETIME', k2)
+    if ltype(exp_ms) ~= 'number' then exp_ms = expire_ms(k2, now_ms)
+    elseif exp_ms < 0 then exp_ms = nil end
+    if not exp_ms then return nil end
+    if now_ms >= exp_ms then count, exp_ms = 0, nil end
+  end
   -- gcra.decide's fast path, quantity 1.
   local e, t = g[1], g[2]
   local new_rel = (rel > 0 and rel or 0) + e
@@ -2808,12 +2994,14 @@ fast['cl.throttleall'] = function(keys, argv)
   if g_limited then ttl = rel > 0 and rel or 0 end
   local g_rem, x = 0, t - ttl
   if x > 0 then
-    if e >= 1000 then g_rem = floor(floor(x / 1000) / floor(e / 1000)) else g_rem = floor(x / e) end
+    if e >= 1000 then x = x / 1000; g_rem = (x - x % 1) / g[4] else g_rem = x / e end
+    g_rem = g_rem - g_rem % 1
     if g_rem > g[3] then g_rem = g[3] end
   end
   local g_rs, g_rn
   if g_limited and e <= t then
-    g_rs = floor(allow_rel / B)
+    g_rs = allow_rel / B
+    g_rs = g_rs - g_rs % 1
     g_rn = allow_rel - g_rs * B
   end
   -- fixed.decide, quantity 1: the window's end (a rolling window's, or
@@ -2824,13 +3012,21 @@ fast['cl.throttleall'] = function(keys, argv)
       local w = fw[2]
       end_ms = (now_s - now_s % w + w) * 1000
     else
-      local es, en = padd(now_s, now_n, fw[2], fw[3])
-      end_ms = es * 1000 + floor(en / 1000000)
-      if en % 1000000 > 0 then end_ms = end_ms + 1 end
+      local es, en = now_s + fw[2], now_n + fw[3]
+      if en >= B then es, en = es + 1, en - B end
+      local r = en % 1000000
+      end_ms = es * 1000 + (en - r) / 1000000
+      if r > 0 then end_ms = end_ms + 1 end
     end
   end
-  local us, un = until_end(end_ms, now_ms, now_n)
-  if not us then return nil end
+  -- until_ms, as FW.INCR's flat path works it out.
+  local d = end_ms - now_ms
+  if not (d < 9e9 and d > -9e9) then return nil end
+  local ux = d * 1000000 - sub_n
+  local us = ux / B
+  us = us - us % 1
+  local un = 0
+  if us < 0 then us = 0 else un = ux - us * B end
   local limit = fw[1]
   local after, f_limited, f_rs, f_rn = count, false, nil, nil
   if not (limit > 0 and 1 <= limit) then
@@ -2851,15 +3047,17 @@ fast['cl.throttleall'] = function(keys, argv)
   elseif g_limited then
     if g_rs == nil then second = false
     elseif f_rs == nil then second = true
-    else second = plt(g_rs, g_rn, f_rs, f_rn) end
+    else second = g_rs < f_rs or (g_rs == f_rs and g_rn < f_rn) end
   else
     second = f_rem < g_rem
   end
   -- limiter.apply: both writes when both allow.
+  local ttl_s = ttl / B
+  ttl_s = ttl_s - ttl_s % 1
   if not (g_limited or f_limited) then
-    local ttl_s = floor(ttl / B)
     local nts, ntn = padd(now_s, now_n, ttl_s, ttl - ttl_s * B)
-    store.set(k1, ptostr(nts, ntn), now_ms + floor(ttl / 1000000), nil, now_ms)
+    local ttl_ms = ttl / 1000000
+    store.set(k1, ptostr(nts, ntn), now_ms + ttl_ms - ttl_ms % 1, nil, now_ms)
     -- The counter: on a live one INCRBY writes what SET ... KEEPTTL
     -- would (as FW.INCR's flat path does), with no number to write out;
     -- a fresh window holds 1.
@@ -2869,14 +3067,14 @@ fast['cl.throttleall'] = function(keys, argv)
   if second then
     local reset = 0
     if after > 0 then reset = un >= 1000000 and us + 1 or us end
+    -- whole_seconds_rounded_up (of times at or after now).
     local retry = -1
-    if f_rs then retry = whole_seconds_rounded_up(f_rs, f_rn) end
+    if f_rs then retry = f_rn >= 1000000 and f_rs + 1 or f_rs end
     return { f_limited and 1 or 0, limit, f_rem, retry, reset, 2 }
   end
-  local ttl_s = floor(ttl / B)
   local reset = ttl - ttl_s * B >= 1000000 and ttl_s + 1 or ttl_s
   local retry = -1
-  if g_rs then retry = whole_seconds_rounded_up(g_rs, g_rn) end
+  if g_rs then retry = g_rn >= 1000000 and g_rs + 1 or g_rs end
   return { g_limited and 1 or 0, g[3], g_rem, retry, reset, 1 }
 end
 

@@ -70,6 +70,7 @@ local function reaching(v, from, n, target)
   end
   return lo
 end
+sliding.reaching = reaching
 
 -- Decides a request (core SlidingWindow::decide) on the log `v` (nil for
 -- an absent key) of `n` entries above `base` (sliding.open). `limit` is a double, `ws/wn` the window, `q` the

@@ -60,6 +60,7 @@ mod functions {
     mod build;
     mod cases;
     mod diff;
+    mod flat;
     mod hostile;
     mod replica;
     mod switch;
