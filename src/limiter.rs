@@ -190,20 +190,7 @@ impl Limiter {
                     _ => None,
                 };
                 let (decision, verdict) = a.decide(state, now, quantity);
-                Ok(match decision {
-                    sliding_approx::Decision::Allowed { counter: Some(_) } => Decided {
-                        verdict,
-                        write: Write::Record {
-                            window: a.window(),
-                            at: now,
-                            quantity,
-                            approx: true,
-                        },
-                        repair: None,
-                        always: false,
-                    },
-                    _ => nothing(verdict),
-                })
+                Ok(approx_decided(a, decision, verdict, now, quantity))
             }
             Limiter::Fixed(fw) => {
                 let found = counter(key)?;
@@ -275,10 +262,7 @@ impl Limiter {
             Limiter::Approx(a) => return allow_approx(key, a, now, quantity),
             _ => {}
         }
-        let decided = self.decide(key, now, quantity)?;
-        Ok(decided
-            .apply(key, !decided.verdict.limited)
-            .map(|()| decided.verdict))
+        Ok(self.decide(key, now, quantity)?.applied(key))
     }
 }
 
@@ -308,10 +292,7 @@ fn allow_exact(
         },
         _ => sw.decide(&Log::new(), now, quantity),
     };
-    let decided = exact_decided(sw, decision, verdict, quantity);
-    Ok(decided
-        .apply(key, !decided.verdict.limited)
-        .map(|()| decided.verdict))
+    Ok(exact_decided(sw, decision, verdict, quantity).applied(key))
 }
 
 /// [`Limiter::enforce`] of the sliding window counter: an admission on a
@@ -327,7 +308,7 @@ fn allow_approx(
     a.check(now)?;
     let Some(state) = window_state(key, true)? else {
         let (decision, verdict) = a.decide(None, now, quantity);
-        return Ok(approx_written(key, a, decision, verdict, now, quantity));
+        return Ok(approx_decided(a, decision, verdict, now, quantity).applied(key));
     };
     let WindowState::Approx(c) = state else {
         return Err(error::EXACT_KEY);
@@ -337,7 +318,7 @@ fn allow_approx(
         counter: Some(next),
     } = decision
     else {
-        return Ok(approx_written(key, a, decision, verdict, now, quantity));
+        return Ok(approx_decided(a, decision, verdict, now, quantity).applied(key));
     };
     *c = next;
     let expire = state.expire_at_ms();
@@ -347,30 +328,29 @@ fn allow_approx(
     }))
 }
 
-/// What the sliding window counter decided, applied as [`Decided::apply`]
-/// applies it: an admission with a quantity above 0 recorded at `now`.
-fn approx_written(
-    key: &mut Key,
+/// What the sliding window counter decided, as a [`Decided`]: an
+/// admission with a quantity above 0 records it at `now`.
+fn approx_decided(
     a: &ApproxWindow,
     decision: sliding_approx::Decision,
     verdict: Verdict,
     now: i64,
     quantity: i64,
-) -> Result<Verdict, CmdError> {
-    match decision {
-        sliding_approx::Decision::Allowed { counter: Some(_) } => {
-            apply(
-                key,
-                Write::Record {
-                    window: a.window(),
-                    at: now,
-                    quantity,
-                    approx: true,
-                },
-            )?;
-            Ok(verdict)
-        }
-        _ => Ok(verdict),
+) -> Decided {
+    let write = match decision {
+        sliding_approx::Decision::Allowed { counter: Some(_) } => Write::Record {
+            window: a.window(),
+            at: now,
+            quantity,
+            approx: true,
+        },
+        _ => Write::None,
+    };
+    Decided {
+        verdict,
+        write,
+        repair: None,
+        always: false,
     }
 }
 
@@ -475,6 +455,14 @@ impl Decided {
             Some(expire_at_ms) => key.expire_at(expire_at_ms),
             None => Ok(()),
         }
+    }
+
+    /// [`Decided::apply`] for a call that goes ahead unless limited; its
+    /// verdict once written.
+    #[inline(always)]
+    pub fn applied(&self, key: &mut Key) -> Result<Verdict, CmdError> {
+        self.apply(key, !self.verdict.limited)
+            .map(|()| self.verdict)
     }
 }
 
