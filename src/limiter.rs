@@ -157,23 +157,15 @@ impl Limiter {
     #[inline]
     pub fn decide(&self, key: &mut Key, now: i64, quantity: i64) -> Result<Decided, CmdError> {
         self.check(now)?;
-        let nothing = |verdict| Decided {
-            verdict,
-            write: Write::None,
-            repair: None,
-            always: false,
-        };
+        let nothing = |verdict| Decided::plain(verdict, Write::None);
         match self {
             Limiter::Gcra(g) => {
                 let tat = key.integer(error::INVALID_TAT)?;
                 let (decision, verdict) = g.decide(tat, now, quantity)?;
                 Ok(match decision {
-                    gcra::Decision::Allowed { tat, expire_at_ms } => Decided {
-                        verdict,
-                        write: Write::Tat { tat, expire_at_ms },
-                        repair: None,
-                        always: false,
-                    },
+                    gcra::Decision::Allowed { tat, expire_at_ms } => {
+                        Decided::plain(verdict, Write::Tat { tat, expire_at_ms })
+                    }
                     _ => nothing(verdict),
                 })
             }
@@ -237,12 +229,7 @@ fn exact_decided(
         },
         _ => Write::None,
     };
-    Decided {
-        verdict,
-        write,
-        repair: None,
-        always: false,
-    }
+    Decided::plain(verdict, write)
 }
 
 impl Limiter {
@@ -346,12 +333,7 @@ fn approx_decided(
         },
         _ => Write::None,
     };
-    Decided {
-        verdict,
-        write,
-        repair: None,
-        always: false,
-    }
+    Decided::plain(verdict, write)
 }
 
 impl Limiter {
@@ -443,6 +425,18 @@ fn window_written(
 }
 
 impl Decided {
+    /// A decision with no repair, whose write is written only when the
+    /// call goes ahead.
+    #[inline(always)]
+    pub fn plain(verdict: Verdict, write: Write) -> Decided {
+        Decided {
+            verdict,
+            write,
+            repair: None,
+            always: false,
+        }
+    }
+
     /// Writes what the call writes: the write itself when the call goes
     /// ahead or counts every hit (which sets the expiry a repair would),
     /// otherwise the repair.
