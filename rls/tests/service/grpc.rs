@@ -346,9 +346,13 @@ async fn reload_good_bad_and_symlink_swap() {
     wait_until("config reload after swap", Duration::from_secs(10), || {
         rls.metric("ratelimit_service_config_load_success") == 3
     });
+    let r = call(&mut c, request("r", vec![desc(&[("k", &k)])])).await;
     assert_eq!(
-        limit_of(&call(&mut c, request("r", vec![desc(&[("k", &k)])])).await),
-        Some(9)
+        limit_of(&r),
+        Some(9),
+        "{r:?}\nconfig now: {:?}\n{}",
+        std::fs::canonicalize(rls.root.join("current")),
+        rls.log_text()
     );
 }
 
