@@ -75,6 +75,35 @@ fn connection_caps(settings: &Settings, nofile: u64) -> (usize, usize) {
     (h2, g2)
 }
 
+/// The process's entry point: the settings from the environment, then
+/// [`run`] on a multi-threaded runtime; exits 2 on a setting that does not
+/// parse and 1 on a start that fails. Defined here rather than in the
+/// binary so that the service's futures are compiled once, with the
+/// library: an `async fn` polled only in another crate is compiled there.
+pub fn main() {
+    let settings = match Settings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("redis-cell-rls: {e}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("redis-cell-rls: cannot start the runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = runtime.block_on(run(settings)) {
+        eprintln!("redis-cell-rls: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Runs the service until SIGTERM or SIGINT.
 pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
     log::init(&settings.log_level, &settings.log_format);
