@@ -54,25 +54,49 @@ const MAX_PENDING_TIMINGS: usize = 100_000;
 type Counter = Arc<AtomicU64>;
 type LimitCounters = Arc<[AtomicU64; 6]>;
 
-/// A timer's histogram, in the unit and buckets of its mapping.
+/// A timer's histogram, in the unit and buckets of its mapping; recorded
+/// through a shared reference (atomics), so that requests on different
+/// threads never wait on each other for it.
 struct Timer {
     mapped: Mapped,
-    buckets: Vec<u64>,
-    sum: f64,
-    count: u64,
+    buckets: Vec<AtomicU64>,
+    /// The sum's `f64` bits.
+    sum: AtomicU64,
+    count: AtomicU64,
 }
 
 impl Timer {
+    fn new(mapped: Mapped) -> Timer {
+        Timer {
+            buckets: mapped.buckets.iter().map(|_| AtomicU64::new(0)).collect(),
+            mapped,
+            sum: AtomicU64::new(0f64.to_bits()),
+            count: AtomicU64::new(0),
+        }
+    }
+
     /// One timing of `ms` milliseconds, scaled by the mapping.
-    fn record(&mut self, ms: f64) {
+    fn record(&self, ms: f64) {
         let v = ms * self.mapped.scale;
-        for (i, b) in self.mapped.buckets.iter().enumerate() {
+        for (b, n) in self.mapped.buckets.iter().zip(&self.buckets) {
             if v <= *b {
-                self.buckets[i] = self.buckets[i].saturating_add(1);
+                saturating_add(n, 1);
             }
         }
-        self.sum += v;
-        self.count = self.count.saturating_add(1);
+        let _ = self
+            .sum
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| {
+                Some((f64::from_bits(s) + v).to_bits())
+            });
+        saturating_add(&self.count, 1);
+    }
+
+    fn sum(&self) -> f64 {
+        f64::from_bits(self.sum.load(Ordering::Relaxed))
+    }
+
+    fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
     }
 }
 
@@ -126,7 +150,7 @@ pub struct Stats {
     /// What the last statsd flush reported; only the flush touches it.
     flushed: Mutex<HashMap<String, u64>>,
     /// statsd timer name -> histogram (a handful of names).
-    timers: Mutex<BTreeMap<String, Timer>>,
+    timers: RwLock<BTreeMap<String, Timer>>,
     /// Timings in milliseconds since the last statsd flush.
     pending_timings: Mutex<Vec<(String, f64)>>,
     max_keys: usize,
@@ -205,7 +229,7 @@ impl Stats {
             counters: RwLock::default(),
             limits: RwLock::default(),
             flushed: Mutex::default(),
-            timers: Mutex::default(),
+            timers: RwLock::default(),
             pending_timings: Mutex::default(),
             max_keys: o.max_keys.max(1),
             tag_suffix,
@@ -328,22 +352,23 @@ impl Stats {
     /// milliseconds; its mapping scales them).
     pub fn time(&self, name: &str, secs: f64) {
         let ms = secs * 1000.0;
-        {
-            let mut g = lock(&self.timers);
-            if let Some(t) = g.get_mut(name) {
+        let seen = match read(&self.timers).get(name) {
+            Some(t) => {
+                t.record(ms);
+                true
+            }
+            None => false,
+        };
+        if !seen {
+            let mut g = write(&self.timers);
+            if let Some(t) = g.get(name) {
                 t.record(ms);
             } else {
                 // The name is copied only the first time it is seen.
                 if g.len() >= self.max_keys {
                     return;
                 }
-                let mapped = self.map_timer(name);
-                let mut t = Timer {
-                    buckets: vec![0; mapped.buckets.len()],
-                    mapped,
-                    sum: 0.0,
-                    count: 0,
-                };
+                let t = Timer::new(self.map_timer(name));
                 t.record(ms);
                 g.insert(name.to_string(), t);
             }
@@ -420,7 +445,7 @@ impl Stats {
         type Hist = (Vec<f64>, Vec<u64>, f64, u64);
         let mut histograms: BTreeMap<String, BTreeMap<Vec<(String, String)>, Hist>> =
             BTreeMap::new();
-        for t in lock(&self.timers).values() {
+        for t in read(&self.timers).values() {
             if t.mapped.name.is_empty() {
                 continue;
             }
@@ -433,10 +458,10 @@ impl Stats {
             // the first kept otherwise.
             if series.0 == t.mapped.buckets {
                 for (a, b) in series.1.iter_mut().zip(&t.buckets) {
-                    *a = a.saturating_add(*b);
+                    *a = a.saturating_add(b.load(Ordering::Relaxed));
                 }
-                series.2 += t.sum;
-                series.3 = series.3.saturating_add(t.count);
+                series.2 += t.sum();
+                series.3 = series.3.saturating_add(t.count());
             }
         }
         let mut families: BTreeMap<String, BTreeMap<Vec<(String, String)>, u64>> = BTreeMap::new();
