@@ -13,6 +13,6 @@ mod server;
 pub use cluster::{cluster, Sentinel};
 pub use resp::{call, Reply};
 pub use server::{
-    clock_shim, free_port, fresh_dir, module_path, no_tls_support, repo_root, server_binary,
-    tls_files, version_text, wait, write_clock, Clock, Exit, Server, Spec,
+    clock_shim, free_port, fresh_dir, module_path, named_dir, no_tls_support, repo_root,
+    server_binary, tls_files, version_text, wait, write_clock, Clock, Exit, Server, Spec,
 };

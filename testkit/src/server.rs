@@ -322,9 +322,17 @@ pub fn wait(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 
 /// A fresh directory under the system's temporary directory.
 pub fn fresh_dir() -> PathBuf {
+    named_dir("testkit")
+}
+
+/// A fresh directory under the system's temporary directory, named after
+/// `tag`: no other call in this process (a counter) nor any other running
+/// process (the process id) gets the same one. Not created; what an
+/// earlier process of the same id left there is removed.
+pub fn named_dir(tag: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
     let dir = std::env::temp_dir().join(format!(
-        "testkit-{}-{}",
+        "{tag}-{}-{}",
         std::process::id(),
         N.fetch_add(1, Ordering::Relaxed)
     ));

@@ -28,13 +28,9 @@ pub fn free_port() -> u16 {
     testkit::free_port()
 }
 
+/// A directory of this test's own (two tests of one run never share one).
 pub fn tempdir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "rls-test-{tag}-{}-{}",
-        std::process::id(),
-        Instant::now().elapsed().as_nanos() + u128::from(free_port())
-    ));
-    let _ = std::fs::remove_dir_all(&d);
+    let d = testkit::named_dir(&format!("rls-test-{tag}"));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
