@@ -104,6 +104,27 @@ pub fn example_config() -> String {
     std::fs::read_to_string(repo_root().join("rls/examples/envoy.yaml")).unwrap()
 }
 
+/// A `clusters:` entry named `name`: one HTTP/2 endpoint (gRPC) on
+/// 127.0.0.1:`port`.
+pub fn h2_cluster(name: &str, port: u16) -> String {
+    format!(
+        r#"    - name: {name}
+      type: STATIC
+      connect_timeout: 1s
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config:
+            http2_protocol_options: {{}}
+      load_assignment:
+        cluster_name: {name}
+        endpoints:
+          - lb_endpoints:
+              - endpoint: {{ address: {{ socket_address: {{ address: 127.0.0.1, port_value: {port} }} }} }}
+"#
+    )
+}
+
 /// `text`, the example's configuration, moved to ports found free (its
 /// listener's and its admin's, answered after it), sending to the app on
 /// `app_port` and to the service on `rls_port`.

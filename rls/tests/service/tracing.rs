@@ -757,24 +757,7 @@ fn traced_envoy_config(rls_port: u16, app_port: u16, collector: u16) -> (String,
                         envoy_grpc: { cluster_name: otel }
 "#;
     cfg = cfg.replace("                stat_prefix: ingress\n", tracing);
-    cfg.push_str(&format!(
-        r#"    - name: otel
-      type: STATIC
-      connect_timeout: 1s
-      typed_extension_protocol_options:
-        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-          explicit_http_config:
-            http2_protocol_options: {{}}
-      load_assignment:
-        cluster_name: otel
-        endpoints:
-          - lb_endpoints:
-              - endpoint:
-                  address:
-                    socket_address: {{ address: 127.0.0.1, port_value: {collector} }}
-"#
-    ));
+    cfg.push_str(&crate::envoy::h2_cluster("otel", collector));
     (cfg, port, admin)
 }
 

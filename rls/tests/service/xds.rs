@@ -90,11 +90,27 @@ fn refs(env: &[(String, String)]) -> Vec<(&str, &str)> {
 }
 
 /// `n` calls for `user=<u>` in domain `xds`: their codes.
+/// A Redis with the module and an xDS server, away from an hour's end
+/// (the configs' limits are hourly).
+fn redis_and_xds() -> (Redis, XdsServer) {
+    not_near_hour_end();
+    (Redis::start(), XdsServer::start())
+}
+
 /// A fresh user's three calls under `user_config(2, ..)`: two allowed, the third over.
 async fn allows_two(rls: &Rls, tag: &str) {
     let mut c = rls.client().await;
     let u = unique(tag);
     assert_eq!(hits(&mut c, &u, 3).await, vec![OK, OK, OVER]);
+}
+
+/// A call as the service answers it before any config is loaded.
+async fn refused_without_config(c: &mut Client) {
+    let e = c
+        .should_rate_limit(request("xds", vec![desc(&[("user", "a")])]))
+        .await
+        .unwrap_err();
+    assert_eq!(e.message(), "no rate limit configuration loaded");
 }
 
 async fn hits(c: &mut Client, u: &str, n: usize) -> Vec<i32> {
@@ -255,9 +271,7 @@ async fn configs_pushed_over_xds_decide_and_a_bad_one_is_nacked() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_force_start_the_service_waits_for_its_first_config() {
-    not_near_hour_end();
-    let redis = Redis::start();
-    let server = XdsServer::start();
+    let (redis, server) = redis_and_xds();
     let env = xds_env(&server);
     let url = redis.url();
     let started = std::thread::spawn(move || {
@@ -279,9 +293,7 @@ async fn without_force_start_the_service_waits_for_its_first_config() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn force_start_and_health_with_at_least_one_config() {
-    not_near_hour_end();
-    let redis = Redis::start();
-    let server = XdsServer::start();
+    let (redis, server) = redis_and_xds();
     let mut env = force_started_xds_env(&server);
     env.push((
         "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED".into(),
@@ -291,11 +303,7 @@ async fn force_start_and_health_with_at_least_one_config() {
     let rls = Rls::try_start_unhealthy(&redis.url(), &[], &refs(&env));
     assert_eq!(http_get(rls.http_port, "/healthcheck").unwrap().0, 500);
     let mut c = rls.client().await;
-    let e = c
-        .should_rate_limit(request("xds", vec![desc(&[("user", "a")])]))
-        .await
-        .unwrap_err();
-    assert_eq!(e.message(), "no rate limit configuration loaded");
+    refused_without_config(&mut c).await;
     let health = |want: u16| {
         wait_until(
             &format!("/healthcheck {want}"),
@@ -455,9 +463,7 @@ fn gateway_configs() -> Vec<RateLimitConfig> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn envoy_gateways_configs_load_and_decide() {
-    not_near_hour_end();
-    let redis = Redis::start();
-    let server = XdsServer::start();
+    let (redis, server) = redis_and_xds();
     server.push("eg-1", &gateway_configs());
     let env = xds_env(&server);
     let rls = Rls::start(&redis.url(), &[], &refs(&env));
@@ -682,9 +688,7 @@ async fn the_xds_link_is_mutual_tls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_response_past_the_message_size_is_not_taken() {
-    not_near_hour_end();
-    let redis = Redis::start();
-    let server = XdsServer::start();
+    let (redis, server) = redis_and_xds();
     let mut big = user_config(2, RateLimitUnit::Hour);
     for i in 0..100 {
         big.descriptors.push(PbDescriptor {
@@ -703,11 +707,7 @@ async fn a_response_past_the_message_size_is_not_taken() {
         || rls.log_text().contains("message length too large"),
     );
     let mut c = rls.client().await;
-    let e = c
-        .should_rate_limit(request("xds", vec![desc(&[("user", "a")])]))
-        .await
-        .unwrap_err();
-    assert_eq!(e.message(), "no rate limit configuration loaded");
+    refused_without_config(&mut c).await;
     assert!(!server.seen().iter().any(|s| s.req.version_info == "big"));
     // A response within the size, on the next stream: taken.
     server.push("small", &[user_config(2, RateLimitUnit::Hour)]);

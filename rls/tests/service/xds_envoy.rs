@@ -110,19 +110,6 @@ ROUTES
         endpoints:
           - lb_endpoints:
               - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: APP } } }
-    - name: ratelimit_cluster
-      type: STATIC
-      connect_timeout: 1s
-      typed_extension_protocol_options:
-        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
-          explicit_http_config:
-            http2_protocol_options: {}
-      load_assignment:
-        cluster_name: ratelimit_cluster
-        endpoints:
-          - lb_endpoints:
-              - endpoint: { address: { socket_address: { address: 127.0.0.1, port_value: RLS } } }
 "#;
 
 /// The routes, each as Envoy Gateway writes a route with a rate limit: a
@@ -194,12 +181,14 @@ impl Drop for Envoy {
 fn start_envoy(rls_port: u16) -> Envoy {
     let app = upstream();
     let (port, admin) = (free_port(), free_port());
-    let cfg = ENVOY
-        .replace("ROUTES\n", &routes())
-        .replace("port_value: ADMIN", &format!("port_value: {admin}"))
-        .replace("port_value: LISTEN", &format!("port_value: {port}"))
-        .replace("port_value: APP", &format!("port_value: {app}"))
-        .replace("port_value: RLS", &format!("port_value: {rls_port}"));
+    let cfg = format!(
+        "{ENVOY}{}",
+        crate::envoy::h2_cluster("ratelimit_cluster", rls_port)
+    )
+    .replace("ROUTES\n", &routes())
+    .replace("port_value: ADMIN", &format!("port_value: {admin}"))
+    .replace("port_value: LISTEN", &format!("port_value: {port}"))
+    .replace("port_value: APP", &format!("port_value: {app}"));
     let dir = tempdir("xds-envoy");
     std::fs::write(dir.join("envoy.yaml"), cfg).unwrap();
     let log = dir.join("envoy.log");
