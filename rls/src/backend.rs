@@ -230,16 +230,34 @@ impl Backend {
     }
 
     /// Sends the plan; one list of integers per command.
+    ///
+    /// A single server's path is awaited in place; the others' futures
+    /// (TLS, cluster, sentinels: kilobytes of client state) are boxed, so
+    /// that a decision's future, which holds this one, stays small: it is
+    /// boxed and copied once per request.
     pub async fn run(&self, plan: &Plan) -> RedisResult<Vec<Vec<i64>>> {
         if plan.commands.is_empty() {
             return Ok(Vec::new());
         }
         match self {
-            Backend::Single { conns, next } => {
-                let i = next.fetch_add(1, Ordering::Relaxed) % conns.len();
-                let mut c = conns[i].clone();
-                Self::pipeline(plan).query_async(&mut c).await
-            }
+            Backend::Single { conns, next } => Self::run_single(conns, next, plan).await,
+            _ => Box::pin(self.run_other(plan)).await,
+        }
+    }
+
+    async fn run_single(
+        conns: &[ConnectionManager],
+        next: &AtomicUsize,
+        plan: &Plan,
+    ) -> RedisResult<Vec<Vec<i64>>> {
+        let mut c = conns[next.fetch_add(1, Ordering::Relaxed) % conns.len()].clone();
+        Self::pipeline(plan).query_async(&mut c).await
+    }
+
+    /// [`Backend::run`] on a TLS link, a cluster or the sentinels' master.
+    async fn run_other(&self, plan: &Plan) -> RedisResult<Vec<Vec<i64>>> {
+        match self {
+            Backend::Single { conns, next } => Self::run_single(conns, next, plan).await,
             Backend::Tls { link, conns, next } => {
                 let slot = &conns[next.fetch_add(1, Ordering::Relaxed) % conns.len()];
                 let mut c = link.get(slot).await?;
