@@ -253,6 +253,11 @@ const TYPED: &[&str] = &[
     "cl.throttleall 1 L GCRA 1 2 3",
     "cl.throttleall 1 L FW 5 10",
     "cl.throttleall 1 L SW 5 10",
+    // The flat path's form, the typed key first and second.
+    "cl.throttleall 2 L K2 GCRA 1000 1 2 FW 100 86400 ALIGN",
+    "cl.throttleall 2 K2 L GCRA 1000 1 2 FW 100 86400 ALIGN",
+    "cl.throttleall 2 L K2 GCRA 1000 1 2 FW 100 60",
+    "cl.throttleall 2 K2 L GCRA 1000 1 2 FW 100 60",
     "sw.allow L 5 10",
     "sw.allow L 5 10 APPROX",
     "sw.peek L 5 10",
