@@ -9,7 +9,8 @@ that URI becomes ``rediscell://localhost:<port>`` (``REDIS_CELL_HARNESS``:
 fixtures connect to our server; the memcached and MongoDB ones, needed only
 by an autouse fixture of tests that also run on other storages, are inert
 (those storages' tests are deselected). Only tests that use Redis run: those
-that request ``redis_connection`` or name the Redis URI.
+that request ``redis_connection`` or name the Redis URI, but for those of
+``NOT_OURS``, which do either and still build no storage on it.
 """
 
 from __future__ import annotations
@@ -92,7 +93,25 @@ def pytest_configure(config: pytest.Config) -> None:
     extension.storage_from_string = _wrap(extension.storage_from_string)  # type: ignore[attr-defined]
 
 
+# Tests that request ``redis_connection`` or name the Redis URI and still
+# build every storage on ``memory://``, with the reason; deselected by name,
+# and the run fails if one of them is no longer in the suite.
+NOT_OURS = {
+    # Its limiters are built before the Redis URI is set and from
+    # ``memory://``. Run in the last minute of an hour, its 1/hour meta
+    # limit (a sliding-window counter) lets the request after its 60 s step
+    # through: the hit of the hour before, weighted by the part of that
+    # window still ahead, counts as floor(less than 1) = 0.
+    "test_constructor_arguments_over_config": "memory:// only",
+}
+not_ours_found: set[str] = set()
+
+
 def _uses_redis(item: pytest.Item) -> bool:
+    name = getattr(item, "originalname", item.name)
+    if name in NOT_OURS:
+        not_ours_found.add(name)
+        return False
     params = getattr(getattr(item, "callspec", None), "params", {})
     uri = params.get("storage_uri")
     if isinstance(uri, str):
@@ -116,6 +135,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     failed = guard_refused_any()
+    # Checked on a run of the whole suite (a retry names its tests).
+    whole = "tests" in session.config.args
+    missing = sorted(set(NOT_OURS) - not_ours_found)
+    if whole and missing and not session.config.option.collectonly:
+        print(f"NOT_OURS names tests the suite no longer has: {', '.join(missing)}")
+        failed = True
     if session.testscollected and not seen and not session.config.option.collectonly:
         print("no storage was built on rediscell://: the URI rewrite did not apply")
         failed = True
