@@ -339,22 +339,6 @@ impl XdsServer {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-
-    /// The nonce of the last response that carried `version`, waiting for
-    /// it to be sent at most 15 s.
-    pub fn nonce_of(&self, version: &str) -> String {
-        let start = Instant::now();
-        loop {
-            if let Some(s) = self.sent().into_iter().rev().find(|s| s.version == version) {
-                return s.nonce;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(15),
-                "no response of version {version} was sent"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
 }
 
 impl Drop for XdsServer {
