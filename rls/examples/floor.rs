@@ -290,6 +290,9 @@ fn acceptor(cert: &str, key: &str) -> SslAcceptor {
     b.build()
 }
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() {
     let a: Vec<String> = std::env::args().collect();
