@@ -2,9 +2,10 @@
 //! on redis-cell can do for rls/bench's requests. It answers
 //! `ShouldRateLimit` with the one Redis pipeline redis-cell-rls sends for
 //! them (checked against the service's planner at start), over a pool of
-//! multiplexed connections as the service's, through the same tonic and
-//! the same OpenSSL TLS, and nothing else: no configuration, no matching,
-//! no stats, no task per decision. rls/bench runs it beside the service.
+//! multiplexed connections as the service's, through the same tonic, the
+//! same OpenSSL TLS and the same allocator (mimalloc), and nothing else:
+//! no configuration, no matching, no stats, no task per decision.
+//! rls/bench runs it beside the service.
 //! Usage: floor <grpc port> <redis port> <pool size> <mode: reference|all> [<cert> <key>]
 
 use std::pin::Pin;
