@@ -28,6 +28,22 @@ pub fn free_port() -> u16 {
     testkit::free_port()
 }
 
+/// What `attempt` gives, tried again (three times in all) when it failed
+/// with "Address already in use": a port found free may be taken before
+/// the service binds it (by another test's process), and each attempt
+/// finds its own ports. Any other failure panics with its text.
+pub fn on_free_ports<T>(mut attempt: impl FnMut() -> Result<T, String>) -> T {
+    let mut last = String::new();
+    for _ in 0..3 {
+        match attempt() {
+            Ok(v) => return v,
+            Err(e) if e.contains("Address already in use") => last = e,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    panic!("{last}");
+}
+
 /// A directory of this test's own (two tests of one run never share one).
 pub fn tempdir(tag: &str) -> PathBuf {
     let d = testkit::named_dir(&format!("rls-test-{tag}"));
@@ -242,17 +258,7 @@ impl Rls {
         env: &[(&str, &str)],
         wrapper: &[&str],
     ) -> Rls {
-        // A port found free may be taken before the service binds it (by
-        // another test's connection): try other ports.
-        let mut last = String::new();
-        for _ in 0..3 {
-            match Rls::try_start(root.clone(), redis_url, env, wrapper, true) {
-                Ok(r) => return r,
-                Err(e) if e.contains("Address already in use") => last = e,
-                Err(e) => panic!("{e}"),
-            }
-        }
-        panic!("{last}");
+        on_free_ports(|| Rls::try_start(root.clone(), redis_url, env, wrapper, true))
     }
 
     /// The service started, or why it did not (it exited: its log).
