@@ -323,7 +323,7 @@ pub async fn run(settings: Settings) -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     if !settings.grpc_uds.is_empty() {
         // As Go's listener does on close: the next start finds no socket.
-        let _ = std::fs::remove_file(&settings.grpc_uds);
+        let _ = tokio::fs::remove_file(&settings.grpc_uds).await;
     }
     // As the reference shuts its tracer provider down: what is queued is
     // sent, for at most 5 s.

@@ -636,7 +636,9 @@ pub fn grpc_incoming(
 /// one, or a file that is not a socket, stops the start.
 pub async fn bind_uds(path: &str) -> Result<UnixListener, String> {
     use std::os::unix::fs::FileTypeExt;
-    if let Ok(meta) = std::fs::symlink_metadata(path) {
+    // Through tokio's blocking pool: a path on a stalled disk must not
+    // hold a runtime thread (the xDS client and health tasks run already).
+    if let Ok(meta) = tokio::fs::symlink_metadata(path).await {
         if !meta.file_type().is_socket() {
             return Err(format!(
                 "GRPC_UDS: {path} exists and is not a socket (it is left as it is)"
@@ -650,7 +652,8 @@ pub async fn bind_uds(path: &str) -> Result<UnixListener, String> {
             }
             Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                 log::info(&format!("GRPC_UDS: removing the stale socket {path}"));
-                std::fs::remove_file(path)
+                tokio::fs::remove_file(path)
+                    .await
                     .map_err(|e| format!("GRPC_UDS: cannot remove the stale socket {path}: {e}"))?;
             }
             Err(e) => return Err(format!("GRPC_UDS: {path}: {e}")),
